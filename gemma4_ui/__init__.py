@@ -1,0 +1,1 @@
+"""gemma4_ui: chat with, demo and understand Google's Gemma 4 models."""

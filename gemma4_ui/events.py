@@ -1,0 +1,95 @@
+"""Typed events that an engine's stream carries to the chat loop and the UI.
+
+The UI never searches text for protocol markers: it receives these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ThinkingDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallStarted:
+    """The model opened a tool call; its name and arguments arrive with `ToolCall`."""
+
+
+@dataclass
+class ToolCall:
+    """One call as the model wrote it. `arguments` is None when they could not be parsed;
+    `error` then says why, and the raw text is kept for the user and the model."""
+
+    name: str
+    arguments: dict[str, Any] | None
+    raw: str = ""
+    error: str | None = None
+    id: str = ""
+
+    def to_openai(self) -> dict:
+        import json
+
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": json.dumps(self.arguments if self.arguments is not None else {})},
+        }
+
+
+@dataclass
+class ReplyStats:
+    prompt_tokens: int = 0
+    generated_tokens: int = 0
+    time_to_first_token: float | None = None  # seconds
+    duration: float = 0.0  # seconds, request to last token
+    stop_reason: str = ""  # "stop", "tool_call", "length", "cancelled", "error"
+
+    @property
+    def tokens_per_second(self) -> float | None:
+        if self.generated_tokens < 2 or self.time_to_first_token is None:
+            return None
+        decode_time = self.duration - self.time_to_first_token
+        return (self.generated_tokens - 1) / decode_time if decode_time > 0 else None
+
+    def as_dict(self) -> dict:
+        tps = self.tokens_per_second
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "generated_tokens": self.generated_tokens,
+            "time_to_first_token_s": None if self.time_to_first_token is None else round(self.time_to_first_token, 3),
+            "tokens_per_second": None if tps is None else round(tps, 1),
+            "duration_s": round(self.duration, 3),
+            "stop_reason": self.stop_reason,
+        }
+
+
+@dataclass
+class Done:
+    """End of one generation round. `raw` is the model's output decoded with special tokens;
+    `incomplete` names what was cut off (a thought, a call, a string) when the output stopped early."""
+
+    stats: ReplyStats
+    raw: str = ""
+    reasoning: str = ""
+    content: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    incomplete: str | None = None
+
+
+@dataclass(frozen=True)
+class EngineError:
+    """A failure the user can act on (server down, auth, a rejected modality...)."""
+
+    message: str
+
+
+Event = ThinkingDelta | TextDelta | ToolCallStarted | ToolCall | Done | EngineError
