@@ -9,6 +9,7 @@ bundled tokenizer ships).
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -23,8 +24,15 @@ GEMMA4_RESPONSE_TEMPLATE: dict[str, Any] = {
     "fields": {
         "reasoning_content": {
             # "thought" and its newline are written by the model (or by the generation prompt
-            # after a tool response); tolerate a missing newline rather than leak the marker.
-            "open_pattern": r"<\|channel>(?:thought\n?)?",
+            # after a tool response); a missing newline or name is tolerated rather than leak the
+            # marker. While streaming, the name arrives in pieces and the `regex` module prefers a
+            # shorter complete match over a partial one, so `(?:thought\n?)?` would commit a bare
+            # "<|channel>" and put "thought" into the reasoning. The alternatives below only match
+            # once the text after "<|channel>" is known to be the name, or not to be it, or ends.
+            "open_pattern": (
+                r"<\|channel>(?:thought\n?|(?:t|th|tho|thou|thoug|though)?\Z"
+                r"|(?=[^t]|t[^h]|th[^o]|tho[^u]|thou[^g]|thoug[^h]|though[^t]))"
+            ),
             "close": "<channel|>",
             "content": "text",
         },
@@ -71,55 +79,61 @@ class ReplyParser:
     kept), get typed events; `finish` returns the whole reply as a `Done`.
 
     Answer and thinking deltas never carry a control token: any marker the template does not
-    consume (a stray `<|"|>`, say) is dropped from what the user sees but kept in `raw`.
+    consume (a stray `<|"|>`, say) is dropped from what the user sees but kept in `raw`. A
+    marker split across two `feed` calls is held back until it is complete, so how the text is
+    chunked never changes what comes out.
     """
 
     def __init__(self, tokenizer, prompt: str, template: dict | None = None, control_tokens: list[str] | None = None):
         self._template = template or response_template_for(tokenizer)
-        self._parser = tokenizer.get_response_parser(self._template, prefix=prompt)
+        self._parser = tokenizer.get_response_parser(self._template, prefix=_shield(prompt))
         tokens = control_tokens if control_tokens is not None else control_tokens_of(tokenizer)
-        self._strip_re = re.compile("|".join(map(re.escape, tokens))) if tokens else None
+        self._tokens = [t for t in tokens if t]
+        self._strip_re = re.compile("|".join(map(re.escape, self._tokens))) if self._tokens else None
         self.raw = ""
         self._open: str | None = None
         self._broken: str | None = None  # set when the parser gave up; text then streams as-is
         self._calls: list[ToolCall] = []
-        self._reasoning: list[str] = []
-        self._content: list[str] = []
+        self._text: dict[str, list[str]] = {_REASONING: [], _CONTENT: []}
+        self._held: dict[str, str] = {_REASONING: "", _CONTENT: ""}  # a marker cut by a chunk edge
         self._pending: list = self._translate(self._parser.initial_events)
 
     def feed(self, text: str) -> list:
         self.raw += text
         events, self._pending = self._pending, []
         if self._broken:
-            return events + self._text_event(text)
+            return events + self._text_event(_CONTENT, text)
         try:
-            return events + self._translate(self._parser.feed(text))
-        except ValueError as err:  # the parser cannot continue (e.g. reserved bytes in a string)
+            return events + self._translate(self._parser.feed(_shield(text)))
+        except ValueError as err:  # the parser cannot continue (a foreign template, say)
             self._broken = str(err)
-            return events + self._text_event(text)
+            return events + self._text_event(_CONTENT, text)
 
     def finish(self, stats: ReplyStats | None = None) -> tuple[list, Done]:
         """Close the stream. Output cut off inside a thought or a call is reported as
         `incomplete`; a half-written call is never returned as a call."""
-        events: list = []
-        incomplete = _INCOMPLETE_NAMES.get(self._open) if not self._broken else "parse"
-        if incomplete == "tool call":
-            self._open = None  # drop the half call: finalize would parse it as text
-            message = {}
-        elif not self._broken:
+        events, self._pending = self._pending, []
+        incomplete = "parse" if self._broken else _INCOMPLETE_NAMES.get(self._open)
+        # A half call is not finalized: that would parse it as a malformed call.
+        if incomplete in (None, "thought"):
             try:
-                message, final_events = self._parser.finalize()
-                events = self._translate(final_events)
+                final = self._parser.finalize()[1]
             except ValueError as err:
-                self._broken = str(err)
-                incomplete, message = "parse", {}
-        else:
-            message = {}
+                self._broken, incomplete, final = str(err), "parse", []
+            # A delimiter still waiting at the very end (`<|channel>thought\n` with nothing after
+            # it) only opens its region now, and the end of the stream closes it: cut off too.
+            cut = next((i for i, e in enumerate(final) if e["type"] == "region_open" and e["field"] in _INCOMPLETE_NAMES), None)
+            if cut is not None:
+                incomplete = _INCOMPLETE_NAMES[final[cut]["field"]]
+                if final[cut]["field"] == _CALLS:
+                    final = final[:cut]
+            events += self._translate(final)
+        events += self._flush(_REASONING) + self._flush(_CONTENT)
         done = Done(
             stats=stats or ReplyStats(),
             raw=self.raw,
-            reasoning=self._clean(message.get(_REASONING) or "".join(self._reasoning)).strip(),
-            content=self._clean(message.get(_CONTENT) or "".join(self._content)).strip(),
+            reasoning="".join(self._text[_REASONING]).strip(),
+            content="".join(self._text[_CONTENT]).strip(),
             tool_calls=list(self._calls),
             incomplete=incomplete,
         )
@@ -127,13 +141,33 @@ class ReplyParser:
 
     # -- internals -------------------------------------------------------------------------
 
-    def _clean(self, text: str) -> str:
-        return self._strip_re.sub("", text) if self._strip_re else text
+    def _text_event(self, field: str, text: str) -> list:
+        """Emit `text` into `field`, holding back a trailing piece that may be the start of a
+        marker; the rest is cleaned of markers and kept for `Done`."""
+        text = self._held[field] + text
+        cut = self._marker_start(text)
+        self._held[field] = text[cut:]
+        return self._emit(field, text[:cut])
 
-    def _text_event(self, text: str) -> list:
-        text = self._clean(text)
-        self._content.append(text)
-        return [TextDelta(text)] if text else []
+    def _flush(self, field: str) -> list:
+        text, self._held[field] = self._held[field], ""
+        return self._emit(field, text)
+
+    def _emit(self, field: str, text: str) -> list:
+        text = self._strip_re.sub("", text) if self._strip_re else text
+        if not text:
+            return []
+        self._text[field].append(text)
+        return [ThinkingDelta(text) if field == _REASONING else TextDelta(text)]
+
+    def _marker_start(self, text: str) -> int:
+        """Where a trailing, not yet complete control token starts in `text` (else its end)."""
+        longest = max((len(t) for t in self._tokens), default=0)
+        for start in range(max(0, len(text) - longest + 1), len(text)):
+            tail = text[start:]
+            if any(len(t) > len(tail) and t.startswith(tail) for t in self._tokens):
+                return start
+        return len(text)
 
     def _translate(self, parser_events: list[dict]) -> list:
         out: list = []
@@ -147,21 +181,17 @@ class ReplyParser:
                 self._open = None
                 if name == _CALLS:
                     out.append(self._tool_call(event["value"]))
-            elif kind == "region_chunk" and name in (_REASONING, _CONTENT):
-                text = self._clean(event["text"])
-                if not text:
-                    continue
-                if name == _REASONING:
-                    self._reasoning.append(text)
-                    out.append(ThinkingDelta(text))
-                else:
-                    self._content.append(text)
-                    out.append(TextDelta(text))
+                elif name in self._held:
+                    out += self._flush(name)
+            elif kind == "region_chunk" and name in self._held:
+                out += self._text_event(name, event["text"])
         return out
 
     def _tool_call(self, value: Any) -> ToolCall:
         function = value.get("function", {}) if isinstance(value, dict) else {}
         name, arguments = str(function.get("name", "")), function.get("arguments")
+        if isinstance(arguments, str) and (read := _read_arguments(arguments)) is not None:
+            arguments = read
         call_id = f"call_{len(self._calls)}"
         if isinstance(arguments, dict):
             call = ToolCall(name=name, arguments=arguments, raw=_render_raw(name, arguments), id=call_id)
@@ -177,9 +207,63 @@ class ReplyParser:
         return call
 
 
-def _render_raw(name: str, arguments: dict) -> str:
-    import json
+def _shield(text: str) -> str:
+    """transformers' lax-JSON reader refuses any text holding \\x01 or \\x02 (its own string
+    placeholders) and the stream could not go on; the parser sees U+FFFD in their place
+    (`raw` keeps the original)."""
+    return text.replace("\x01", "\ufffd").replace("\x02", "\ufffd")
 
+
+_QUOTE = '<|"|>'
+_BARE_KEY = re.compile(r"[^:{}\[\],]+")
+_LITERAL = re.compile(r"true|false|null|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
+
+
+def _read_arguments(text: str) -> dict | None:
+    """Gemma argument notation read directly, for what transformers' lax-JSON reader cannot
+    take: its bare keys must be plain words, while the template writes any key bare (a
+    `first-name` property, say). Strict otherwise; None unless `text` is exactly one object."""
+    try:
+        value, end = _read_value(text, 0)
+    except (ValueError, IndexError):
+        return None
+    return value if isinstance(value, dict) and end == len(text) else None
+
+
+def _read_value(text: str, i: int) -> tuple[Any, int]:
+    if text.startswith(_QUOTE, i):
+        end = text.index(_QUOTE, i + len(_QUOTE))
+        return text[i + len(_QUOTE) : end], end + len(_QUOTE)
+    if text[i] in "{[":
+        close, items, i = "}" if text[i] == "{" else "]", [], i + 1
+        while text[i] != close:
+            if items:
+                if text[i] != ",":
+                    raise ValueError(f"expected ',' at {i}")
+                i += 1
+            if close == "}":
+                if text.startswith(_QUOTE, i):
+                    key, i = _read_value(text, i)
+                else:
+                    match = _BARE_KEY.match(text, i)
+                    if not match:
+                        raise ValueError(f"expected a key at {i}")
+                    key, i = match.group(), match.end()
+                if text[i] != ":":
+                    raise ValueError(f"expected ':' at {i}")
+                value, i = _read_value(text, i + 1)
+                items.append((key, value))
+            else:
+                value, i = _read_value(text, i)
+                items.append(value)
+        return (dict(items) if close == "}" else items), i + 1
+    match = _LITERAL.match(text, i)
+    if not match:
+        raise ValueError(f"unexpected value at {i}")
+    return json.loads(match.group()), match.end()
+
+
+def _render_raw(name: str, arguments: dict) -> str:
     return f"{name}({json.dumps(arguments, ensure_ascii=False)})"
 
 

@@ -1,0 +1,38 @@
+# Two commands do all set-up:  `make run` starts the app, `make test` runs every test.
+# Both create .venv and install the pinned requirements the first time.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+ARGS ?=
+
+.PHONY: run test bench setup setup-dev chromium
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: requirements.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	touch $@
+
+$(VENV)/.installed-dev: requirements-dev.txt $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+setup: $(VENV)/.installed
+setup-dev: $(VENV)/.installed-dev chromium
+
+# Browser tests drive Debian's Chromium (Playwright cannot download browsers here).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
+
+run: setup
+	$(BIN)/python app.py $(ARGS)
+
+test: setup-dev
+	$(BIN)/python -m pytest -q $(ARGS)
+
+bench: setup-dev
+	$(BIN)/python -m bench $(ARGS)

@@ -1,0 +1,59 @@
+"""Gemma 4 UI: chat with, demo and understand Google's Gemma 4 models.
+
+    python app.py [--model ID|PATH|tiny] [--device auto|cpu|cuda] [--dtype ...] [--port 7860]
+
+`python app.py --help` lists every option and its environment variable. On a Hugging Face
+Space this file runs with no arguments; the Space's variables configure it.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+try:  # On ZeroGPU Spaces `spaces` must be imported before anything initialises CUDA.
+    import spaces  # noqa: F401
+except ImportError:
+    pass
+
+
+def build_engine(settings):
+    if settings.backend == "openai":
+        from gemma4_ui.engine_openai import OpenAIEngine
+
+        return OpenAIEngine(settings)
+    from gemma4_ui.engine_local import LocalEngine
+
+    return LocalEngine(settings.model, settings.device, settings.dtype)
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from gemma4_ui.config import parse_settings
+    from gemma4_ui.loading import ModelLoadError
+
+    settings = parse_settings(argv)
+    try:
+        engine = build_engine(settings).load()
+    except ModelLoadError as err:
+        logging.error("%s", err)
+        return 1
+
+    from gemma4_ui.session import ChatSession
+    from gemma4_ui.ui import CSS, build_ui
+
+    demo = build_ui(ChatSession(engine, settings))
+    demo.queue(default_concurrency_limit=settings.gpu_concurrency)
+    demo.launch(
+        server_name=settings.host,
+        server_port=settings.port,
+        share=settings.share,
+        max_file_size=int(settings.limits.max_file_mb * 1024 * 1024),
+        css=CSS,
+        footer_links=["api", "gradio"],
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

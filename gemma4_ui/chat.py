@@ -1,0 +1,206 @@
+"""One assistant turn: generate, run the tools the model calls, feed the results back, and
+generate again until the model answers (seed 003's loop), as a stream of snapshots.
+
+Engine-agnostic: local and remote engines both yield the typed events of `events.py`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from .conversation import AssistantTurn, Conversation, ToolRound, UserTurn, to_gemma_messages, video_metadata
+from .engine import Engine, GenerationRequest
+from .events import Done, EngineError, TextDelta, ThinkingDelta, ToolCall, ToolCallStarted
+from .prompt import PromptSpec
+from .tools import ToolRegistry, ToolResult
+
+
+@dataclass
+class ChatOptions:
+    system_prompt: str = ""
+    thinking: bool = False
+    max_new_tokens: int = 1024
+    temperature: float = 1.0
+    top_p: float = 0.95
+    top_k: int = 64
+    image_budget: int = 280
+    enabled_tools: list[str] = field(default_factory=list)
+    max_tool_rounds: int = 5
+    tool_timeout: float = 10.0
+
+
+@dataclass
+class Live:
+    """What is streaming right now, for the display: the partial thought and answer of the
+    round in progress, when thinking started, and the calls already announced."""
+
+    reasoning: str = ""
+    content: str = ""
+    thinking_started: float | None = None
+    thinking_seconds: float | None = None
+    calls: list[ToolCall] = field(default_factory=list)
+    calls_started: int = 0
+    running_call: int | None = None  # index into the last round's calls while a tool runs
+
+
+@dataclass
+class Snapshot:
+    conversation: Conversation
+    live: Live | None  # None once the turn is settled
+    error: str = ""  # an engine error to show; the conversation is as it was before the turn
+
+
+def build_spec(conversation: Conversation, options: ChatOptions, registry: ToolRegistry) -> PromptSpec:
+    return PromptSpec(
+        messages=to_gemma_messages(conversation, options.system_prompt),
+        tools=registry.schemas(options.enabled_tools) or None,
+        enable_thinking=options.thinking,
+        image_budget=options.image_budget,
+        video_metadata=video_metadata(conversation.media()),
+    )
+
+
+class TurnRunner:
+    def __init__(self, engine: Engine, registry: ToolRegistry):
+        self.engine = engine
+        self.registry = registry
+
+    def run(self, conversation: Conversation, options: ChatOptions, cancel: threading.Event) -> Iterator[Snapshot]:
+        """`conversation` ends with the user's turn (a new reply) or with an assistant turn
+        whose last round has just been answered (resuming after a client tool). Yields
+        snapshots; the last one is settled (`live` is None)."""
+        conv = conversation.copy()
+        if isinstance(conv.turns[-1], UserTurn):
+            conv.turns.append(AssistantTurn())
+        turn = conv.turns[-1]
+        assert isinstance(turn, AssistantTurn), "a turn continues from a user message or an assistant turn"
+        enabled = set(options.enabled_tools)
+        if turn.rounds and not turn.rounds[-1].answered:  # resuming: finish the round's other calls
+            yield from self._run_calls(conv, Live(), turn.rounds[-1], enabled, options)
+            if not turn.rounds[-1].answered:
+                yield Snapshot(conv, None)
+                return
+
+        while True:
+            live = Live()
+            # 1. One generation round. The assistant turn being built is part of the prompt,
+            #    so a resumed exchange continues the open model turn.
+            spec = build_spec(conv, options, self.registry)
+            request = GenerationRequest(spec, options.max_new_tokens, options.temperature, options.top_p, options.top_k)
+            done: Done | None = None
+            for event in self.engine.stream(request, cancel):
+                if isinstance(event, ThinkingDelta):
+                    if live.thinking_started is None:
+                        live.thinking_started = time.perf_counter()
+                    live.reasoning += event.text
+                elif isinstance(event, (TextDelta, ToolCallStarted)):
+                    _close_thinking(live)
+                    if isinstance(event, TextDelta):
+                        live.content += event.text
+                    else:
+                        live.calls_started += 1
+                elif isinstance(event, ToolCall):
+                    live.calls.append(event)
+                elif isinstance(event, EngineError):
+                    yield from self._fail(conversation, conv, turn, event.message)
+                    return
+                elif isinstance(event, Done):
+                    done = event
+                    break
+                yield Snapshot(conv, live)
+            _close_thinking(live)
+            assert done is not None, "an engine stream ends with Done or EngineError"
+
+            # 2. Settle the round: an answer ends the turn; calls are run and fed back.
+            calls = done.tool_calls if done.stats.stop_reason != "cancelled" else []
+            if calls and len(turn.rounds) >= options.max_tool_rounds:
+                turn.notice = (f"The model asked for more tools after {len(turn.rounds)} rounds, the limit; "
+                               "its calls were not run. Raise the limit in the settings, or ask again.")
+                turn.reasoning, turn.raw, turn.stats = done.reasoning, done.raw, done.stats
+                turn.content = done.content
+                turn.thinking_seconds = live.thinking_seconds
+                yield Snapshot(conv, None)
+                return
+            if not calls:
+                turn.reasoning, turn.content, turn.raw, turn.stats = done.reasoning, done.content, done.raw, done.stats
+                turn.thinking_seconds = live.thinking_seconds
+                turn.notice = _notice(done)
+                if not turn.rounds and not turn.content and not turn.reasoning and done.stats.stop_reason == "cancelled":
+                    turn.notice = "Stopped before the model wrote anything."
+                yield Snapshot(conv, None)
+                return
+            round_ = ToolRound(
+                calls=calls, reasoning=done.reasoning, content=done.content, raw=done.raw, stats=done.stats,
+                thinking_seconds=live.thinking_seconds,
+            )
+            turn.rounds.append(round_)
+            yield from self._run_calls(conv, live, round_, enabled, options)
+            if not round_.answered:  # a client tool waits for the user
+                yield Snapshot(conv, None)
+                return
+            if cancel.is_set():
+                turn.notice = "Stopped after the tool calls; the model did not answer."
+                yield Snapshot(conv, None)
+                return
+
+    def _run_calls(self, conv: Conversation, live: Live, round_: ToolRound, enabled: set[str],
+                   options: ChatOptions) -> Iterator[Snapshot]:
+        """Run the calls in order; a client tool stops the line (the user answers it, then
+        the remaining calls run on resume)."""
+        for index, call in enumerate(round_.calls):
+            if index < len(round_.results):
+                continue
+            live.running_call = index
+            yield Snapshot(conv, live)
+            result = self.registry.execute(call, enabled, timeout=options.tool_timeout)
+            round_.results.append(result)
+            if result.status == "client":
+                break
+        live.running_call = None
+
+    def answer_client_tool(self, conversation: Conversation, response, cancelled: bool = False) -> Conversation:
+        """Record the user's answer to a pending client-tool call."""
+        conv = conversation.copy()
+        turn = conv.turns[-1]
+        assert isinstance(turn, AssistantTurn) and turn.rounds, "no tool call is waiting for a result"
+        round_ = turn.rounds[-1]
+        pending = round_.results[-1]
+        assert pending.status == "client", "no tool call is waiting for a result"
+        if cancelled:
+            answer = ToolResult(pending.name, pending.call_id, "cancelled",
+                                {"error": "The user cancelled this call."}, 0.0, "The user cancelled this call.")
+        else:
+            answer = ToolResult(pending.name, pending.call_id, "ok", response, 0.0)
+        round_.results[-1] = answer
+        return conv
+
+    def _fail(self, original: Conversation, conv: Conversation, turn: AssistantTurn, message: str) -> Iterator[Snapshot]:
+        """An engine error. With nothing produced yet the conversation goes back to how it
+        was; otherwise the turn keeps what was produced and says what happened."""
+        if not turn.rounds:
+            yield Snapshot(original, None, error=message)
+            return
+        turn.notice = message
+        yield Snapshot(conv, None, error=message)
+
+
+def _close_thinking(live: Live) -> None:
+    if live.thinking_started is not None and live.thinking_seconds is None:
+        live.thinking_seconds = time.perf_counter() - live.thinking_started
+
+
+def _notice(done: Done) -> str:
+    if done.stats.stop_reason == "cancelled":
+        return "Stopped."
+    if done.incomplete == "thought":
+        return "The reply ended inside its thought (token limit?), so there is no answer. Raise max new tokens."
+    if done.incomplete == "tool call":
+        return "The reply ended in the middle of a tool call, so the call was not run."
+    if done.incomplete == "parse":
+        return "The model's output could not be parsed; it is shown as plain text."
+    if done.stats.stop_reason == "length":
+        return "Cut off at the max new tokens limit."
+    return ""

@@ -1,0 +1,124 @@
+"""Settings: command-line flags, each with an environment variable (a Space's settings page
+sets variables, a laptop passes flags). Flags win over variables; variables over defaults."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .media import MediaLimits
+
+ROOT = Path(__file__).resolve().parent.parent
+BUNDLED_MODEL = ROOT / "assets" / "tiny-gemma4"
+EXAMPLES_DIR = ROOT / "assets" / "examples"
+DEFAULT_MODEL = "google/gemma-4-E2B-it"
+IMAGE_BUDGETS = (70, 140, 280, 560, 1120)
+
+
+def _env(name: str, default: str | None = None) -> str | None:
+    value = os.environ.get(name)
+    return value if value not in (None, "") else default
+
+
+def _env_typed(name: str, kind: type, default):
+    value = _env(name)
+    return default if value is None else kind(value)
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    value = _env(name)
+    return default if value is None else value.strip().lower() in ("1", "true", "yes", "on")
+
+
+@dataclass
+class Settings:
+    model: str | None = None  # None: DEFAULT_MODEL locally, the server's model remotely
+    backend: str = "local"  # "local" | "openai"
+    base_url: str | None = None
+    api_key: str | None = None
+    device: str = "auto"
+    dtype: str = "auto"
+    host: str | None = None  # None: Gradio's default (127.0.0.1, or GRADIO_SERVER_NAME on a Space)
+    port: int | None = None  # None: 7860, or GRADIO_SERVER_PORT
+    share: bool = False
+    system_prompt: str = ""
+    thinking: bool = False
+    max_new_tokens: int = 1024
+    max_new_tokens_cap: int = 8192
+    tool_timeout: float = 10.0
+    max_tool_rounds: int = 5
+    gpu_concurrency: int = 1
+    request_timeout: float = 120.0
+    limits: MediaLimits = field(default_factory=MediaLimits)
+
+
+# (flag, env var, Settings field, type, help)
+_OPTIONS = [
+    ("--model", "GEMMA4_MODEL", "model", str,
+     f"Hub id, local path, or 'tiny' for the bundled demo model (default {DEFAULT_MODEL}; with no Hub access "
+     "and no local copy the app falls back to the bundled model and says so)"),
+    ("--backend", "GEMMA4_BACKEND", "backend", str,
+     "'local' runs the model in this process; 'openai' talks to a server (vLLM, SGLang, transformers serve)"),
+    ("--base-url", "GEMMA4_BASE_URL", "base_url", str, "OpenAI-compatible server URL, e.g. http://127.0.0.1:8000/v1"),
+    ("--api-key", "GEMMA4_API_KEY", "api_key", str, "API key for the server (also read from OPENAI_API_KEY)"),
+    ("--device", "GEMMA4_DEVICE", "device", str, "auto (CUDA with bfloat16 when present), cpu or cuda"),
+    ("--dtype", "GEMMA4_DTYPE", "dtype", str, "auto, bfloat16, float16 or float32"),
+    ("--host", "GEMMA4_HOST", "host", str, "address to listen on (0.0.0.0 to serve a network)"),
+    ("--port", "GEMMA4_PORT", "port", int, "port to listen on"),
+    ("--system-prompt", "GEMMA4_SYSTEM_PROMPT", "system_prompt", str, "default system prompt"),
+    ("--max-new-tokens", "GEMMA4_MAX_NEW_TOKENS", "max_new_tokens", int, "default reply length limit"),
+    ("--max-new-tokens-cap", "GEMMA4_MAX_NEW_TOKENS_CAP", "max_new_tokens_cap", int,
+     "the most a user may ask for in the settings"),
+    ("--tool-timeout", "GEMMA4_TOOL_TIMEOUT", "tool_timeout", float, "seconds a tool may run"),
+    ("--max-tool-rounds", "GEMMA4_MAX_TOOL_ROUNDS", "max_tool_rounds", int, "default limit on tool rounds per reply"),
+    ("--gpu-concurrency", "GEMMA4_GPU_CONCURRENCY", "gpu_concurrency", int,
+     "generations running at once; others wait in the queue"),
+    ("--request-timeout", "GEMMA4_REQUEST_TIMEOUT", "request_timeout", float, "seconds to wait on a remote server"),
+]
+_LIMIT_OPTIONS = [
+    ("--max-file-mb", "GEMMA4_MAX_FILE_MB", "max_file_mb", float, "largest upload accepted, in MB"),
+    ("--max-files", "GEMMA4_MAX_FILES", "max_files_per_message", int, "files per message"),
+    ("--max-audio-seconds", "GEMMA4_MAX_AUDIO_SECONDS", "max_audio_seconds", float,
+     "longest audio accepted (Gemma 4 hears at most 30 s)"),
+    ("--max-video-seconds", "GEMMA4_MAX_VIDEO_SECONDS", "max_video_seconds", float, "longest video accepted"),
+    ("--max-video-frames", "GEMMA4_MAX_VIDEO_FRAMES", "max_video_frames", int, "frames sampled from a video"),
+]
+
+
+def parse_settings(argv: list[str] | None = None) -> Settings:
+    defaults = Settings()
+    parser = argparse.ArgumentParser(
+        prog="python app.py",
+        description="Chat with, demo and understand Gemma 4. Every option can also be set by the "
+        "environment variable shown in brackets.",
+    )
+    for flag, env, name, kind, help_text in _OPTIONS:
+        parser.add_argument(flag, dest=name, type=kind, default=_env_typed(env, kind, getattr(defaults, name)),
+                            help=f"{help_text} [{env}]")
+    for flag, env, name, kind, help_text in _LIMIT_OPTIONS:
+        parser.add_argument(flag, dest=name, type=kind, default=_env_typed(env, kind, getattr(defaults.limits, name)),
+                            help=f"{help_text} [{env}]")
+    parser.add_argument("--share", action="store_true", default=_env_bool("GEMMA4_SHARE", False),
+                        help="create a public gradio.live link [GEMMA4_SHARE]")
+    thinking = parser.add_mutually_exclusive_group()
+    thinking.add_argument("--thinking", dest="thinking", action="store_true", default=_env_bool("GEMMA4_THINKING", False),
+                          help="thinking on by default [GEMMA4_THINKING]")
+    thinking.add_argument("--no-thinking", dest="thinking", action="store_false")
+    args = parser.parse_args(argv)
+
+    limit_names = {name for _, _, name, _, _ in _LIMIT_OPTIONS}
+    values = {k: v for k, v in vars(args).items() if k not in limit_names}
+    limits = MediaLimits(**{k: v for k, v in vars(args).items() if k in limit_names})
+    settings = Settings(**values, limits=limits)
+    settings.api_key = settings.api_key or _env("OPENAI_API_KEY")
+    settings.base_url = settings.base_url or _env("OPENAI_BASE_URL")
+    if settings.backend not in ("local", "openai"):
+        parser.error("--backend must be 'local' or 'openai'")
+    if settings.backend == "openai" and not settings.base_url:
+        parser.error("--backend openai needs --base-url (or GEMMA4_BASE_URL)")
+    if settings.device not in ("auto", "cpu", "cuda") and not settings.device.startswith("cuda:"):
+        parser.error("--device must be auto, cpu or cuda")
+    settings.max_new_tokens = min(settings.max_new_tokens, settings.max_new_tokens_cap)
+    return settings

@@ -1,0 +1,237 @@
+"""The inspector: the three protocol layers and exact per-modality token counts.
+
+Counts come from the processor's real output (`input_ids`, `mm_token_type_ids`,
+`num_frames_per_video`), never from estimates: a soft token is an id whose type is image,
+video or audio; a control token is an id of one of the tokenizer's special tokens; text is
+the rest.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from dataclasses import dataclass, field
+
+from .media import MediaItem
+from .prompt import PromptSpec
+
+# mm_token_type_ids values (processing_gemma4 / the protocol doc).
+TEXT, IMAGE, VIDEO, AUDIO = 0, 1, 2, 3
+
+# Highlight categories for the raw template, by control token.
+TOKEN_KINDS = {
+    "turn": ("<|turn>", "<turn|>", "<bos>", "<eos>"),
+    "thinking": ("<|think|>", "<|channel>", "<channel|>"),
+    "tool": ("<|tool>", "<tool|>", "<|tool_call>", "<tool_call|>", "<|tool_response>", "<tool_response|>"),
+    "string": ('<|"|>',),
+    "media": ("<|image|>", "<|audio|>", "<|video|>", "<|image>", "<image|>", "<|audio>", "<audio|>"),
+}
+HIGHLIGHT_COLORS = {"turn": "#3b82f6", "thinking": "#a855f7", "tool": "#f59e0b", "string": "#10b981",
+                    "media": "#ef4444", "other": "#6b7280"}
+
+
+@dataclass
+class ImageCount:
+    name: str
+    soft_tokens: int
+    original: tuple[int, int]  # width, height
+    resized: tuple[int, int]
+
+
+@dataclass
+class AudioCount:
+    name: str
+    soft_tokens: int
+    seconds: float
+    warning: str | None
+
+
+@dataclass
+class VideoCount:
+    name: str
+    frames: int
+    tokens_per_frame: int
+    soft_tokens: int
+    seconds: float
+
+
+@dataclass
+class TokenCounts:
+    total: int
+    text: int
+    control: int
+    images: list[ImageCount] = field(default_factory=list)
+    audio: list[AudioCount] = field(default_factory=list)
+    videos: list[VideoCount] = field(default_factory=list)
+    context_length: int | None = None
+
+    @property
+    def image_tokens(self) -> int:
+        return sum(i.soft_tokens for i in self.images)
+
+    @property
+    def audio_tokens(self) -> int:
+        return sum(a.soft_tokens for a in self.audio)
+
+    @property
+    def video_tokens(self) -> int:
+        return sum(v.soft_tokens for v in self.videos)
+
+
+def _runs(types: list[int], kind: int) -> list[int]:
+    """Lengths of the consecutive runs of `kind` (one run per image, frame or clip)."""
+    runs, length = [], 0
+    for t in types:
+        if t == kind:
+            length += 1
+        elif length:
+            runs.append(length)
+            length = 0
+    if length:
+        runs.append(length)
+    return runs
+
+
+def count_tokens(processor, inputs, media: list[MediaItem], image_budget: int,
+                 context_length: int | None = None) -> TokenCounts:
+    ids = inputs["input_ids"][0].tolist()
+    types = inputs["mm_token_type_ids"][0].tolist() if "mm_token_type_ids" in inputs else [TEXT] * len(ids)
+    special = set(processor.tokenizer.all_special_ids)
+    control = sum(1 for i, t in zip(ids, types) if t == TEXT and i in special)
+    text = sum(1 for t in types if t == TEXT) - control
+    counts = TokenCounts(total=len(ids), text=text, control=control, context_length=context_length)
+
+    images = [m for m in media if m.kind == "image"]
+    for item, run in zip(images, _runs(types, IMAGE)):
+        width, height = item.data.size
+        counts.images.append(ImageCount(item.name, run, (width, height), _resized(processor, width, height, image_budget)))
+
+    for item, run in zip([m for m in media if m.kind == "audio"], _runs(types, AUDIO)):
+        counts.audio.append(AudioCount(item.name, run, item.describe().get("seconds", 0.0), item.warning))
+
+    frame_runs = _runs(types, VIDEO)
+    frames_per_video = [int(n) for n in inputs.get("num_frames_per_video", [])]
+    for item, frames in zip([m for m in media if m.kind == "video"], frames_per_video):
+        runs, frame_runs = frame_runs[:frames], frame_runs[frames:]
+        counts.videos.append(VideoCount(item.name, frames, runs[0] if runs else 0, sum(runs),
+                                        item.describe().get("seconds", 0.0)))
+    return counts
+
+
+def _resized(processor, width: int, height: int, budget: int) -> tuple[int, int]:
+    """The size the image processor resizes to (its own function, same arguments)."""
+    from transformers.models.gemma4.image_processing_gemma4 import get_aspect_ratio_preserving_size
+
+    ip = processor.image_processor
+    h, w = get_aspect_ratio_preserving_size(height, width, ip.patch_size, budget * ip.pooling_kernel_size**2,
+                                            ip.pooling_kernel_size)
+    return w, h
+
+
+# -- layer 1: the message data ---------------------------------------------------------------
+
+def messages_layer(spec: PromptSpec, media: list[MediaItem]) -> str:
+    """The exact data given to apply_chat_template, with media as short descriptors."""
+    by_data = {id(m.data): m for m in media}
+
+    def describe(value):
+        if isinstance(value, dict):
+            if value.get("type") in ("image", "audio", "video") and id(value.get(value["type"])) in by_data:
+                return {"type": value["type"], value["type"]: by_data[id(value[value["type"]])].describe()}
+            return {k: describe(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [describe(v) for v in value]
+        return value
+
+    data = {"messages": describe(spec.messages), "enable_thinking": spec.enable_thinking,
+            "add_generation_prompt": True}
+    if spec.tools:
+        data["tools"] = spec.tools
+    data["processor_kwargs"] = {"images_kwargs": {"max_soft_tokens": spec.image_budget}}
+    return json.dumps(data, ensure_ascii=False, indent=2, default=str)
+
+
+# -- layer 2: the raw template, highlighted ----------------------------------------------------
+
+def _token_kind(token: str) -> str:
+    for kind, tokens in TOKEN_KINDS.items():
+        if token in tokens:
+            return kind
+    return "other"
+
+
+def highlight_spans(text: str, control_tokens: list[str]) -> list[tuple[str, str | None]]:
+    """Split the raw template into (text, kind) pieces for gr.HighlightedText; joining the
+    pieces gives back the text exactly."""
+    if not control_tokens:
+        return [(text, None)]
+    pattern = re.compile("|".join(re.escape(t) for t in sorted(control_tokens, key=len, reverse=True)))
+    spans: list[tuple[str, str | None]] = []
+    position = 0
+    for match in pattern.finditer(text):
+        if match.start() > position:
+            spans.append((text[position:match.start()], None))
+        spans.append((match.group(0), _token_kind(match.group(0))))
+        position = match.end()
+    if position < len(text):
+        spans.append((text[position:], None))
+    return spans
+
+
+# -- layer 3: the expanded ids ---------------------------------------------------------------
+
+def expanded_layer(processor, inputs, show_ids: bool = False) -> str:
+    """The processor's input_ids decoded token by token, soft-token runs collapsed
+    (`<|image|> × 266`); boundary tokens and video timestamps stay visible."""
+    ids = inputs["input_ids"][0].tolist()
+    tokens = processor.tokenizer.convert_ids_to_tokens(ids)
+    soft = {processor.tokenizer.convert_tokens_to_ids(t) for t in ("<|image|>", "<|audio|>", "<|video|>")}
+    pieces: list[str] = []
+    i = 0
+    while i < len(ids):
+        j = i
+        if ids[i] in soft:
+            while j + 1 < len(ids) and ids[j + 1] == ids[i]:
+                j += 1
+        if j > i:
+            label = f"{tokens[i]} × {j - i + 1}"
+            pieces.append(f"[{label} | id {ids[i]}]" if show_ids else f"[{label}]")
+        else:
+            piece = processor.tokenizer.decode([ids[i]], skip_special_tokens=False)
+            pieces.append(f"{piece}⟨{ids[i]}⟩" if show_ids else piece)
+        i = j + 1
+    return "".join(pieces)
+
+
+# -- the counts panel -------------------------------------------------------------------------
+
+def counts_html(counts: TokenCounts) -> str:
+    rows = [("Text tokens", counts.text, ""), ("Control tokens", counts.control, "")]
+    for image in counts.images:
+        rows.append((f"🖼️ {image.name}", image.soft_tokens,
+                     f"{image.original[0]}×{image.original[1]} → {image.resized[0]}×{image.resized[1]} px"))
+    for clip in counts.audio:
+        note = f"{clip.seconds:.1f} s" + (f" — ⚠️ {clip.warning}" if clip.warning else "")
+        rows.append((f"🔊 {clip.name}", clip.soft_tokens, note))
+    for video in counts.videos:
+        rows.append((f"🎞️ {video.name}", video.soft_tokens,
+                     f"{video.frames} frames × {video.tokens_per_frame} tokens, {video.seconds:.1f} s"))
+    body = "".join(
+        f"<tr><td>{html.escape(name)}</td><td style='text-align:right'>{value:,}</td>"
+        f"<td>{html.escape(note)}</td></tr>"
+        for name, value, note in rows
+    )
+    summary = (f"<tr><td><b>Image soft tokens</b></td><td style='text-align:right'>{counts.image_tokens:,}</td><td></td></tr>"
+               f"<tr><td><b>Audio soft tokens</b></td><td style='text-align:right'>{counts.audio_tokens:,}</td><td></td></tr>"
+               f"<tr><td><b>Video soft tokens</b></td><td style='text-align:right'>{counts.video_tokens:,}</td><td></td></tr>"
+               f"<tr><td><b>Total</b></td><td style='text-align:right'><b>{counts.total:,}</b></td><td></td></tr>")
+    meter = ""
+    if counts.context_length:
+        share = counts.total / counts.context_length
+        meter = (f"<div class='ctx-meter' title='{share:.2%} of the context'>"
+                 f"<div style='width:{min(100.0, share * 100):.2f}%'></div></div>"
+                 f"<div class='ctx-label'>{counts.total:,} / {counts.context_length:,} tokens of context "
+                 f"({share:.2%})</div>")
+    return (f"<div class='token-counts'>{meter}<table><thead><tr><th>Part</th><th>Tokens</th><th></th></tr>"
+            f"</thead><tbody>{body}{summary}</tbody></table></div>")

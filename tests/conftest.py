@@ -1,0 +1,107 @@
+"""Shared fixtures: the bundled tiny Gemma 4 through the real transformers classes, a real
+Gradio server on loopback, and Debian's Chromium driven by Playwright."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--disable-quic", "--no-first-run"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def processor():
+    from transformers import AutoProcessor
+
+    from gemma4_ui.config import BUNDLED_MODEL
+
+    return AutoProcessor.from_pretrained(BUNDLED_MODEL)
+
+
+@pytest.fixture(scope="session")
+def tiny_engine():
+    from gemma4_ui.engine_local import LocalEngine
+
+    return LocalEngine("tiny", device="cpu").load()
+
+
+class AppServer:
+    def __init__(self, demo, url: str, session):
+        self.demo, self.url, self.session = demo, url, session
+
+    def client(self):
+        from gradio_client import Client
+
+        return Client(self.url, verbose=False)
+
+
+def start_app(engine, **overrides) -> AppServer:
+    from gemma4_ui.config import Settings
+    from gemma4_ui.session import ChatSession
+    from gemma4_ui.ui import CSS, build_ui
+
+    settings = Settings(model="tiny", **overrides)
+    session = ChatSession(engine, settings)
+    demo = build_ui(session)
+    demo.queue(default_concurrency_limit=settings.gpu_concurrency)
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, css=CSS,
+                max_file_size=int(settings.limits.max_file_mb * 1024 * 1024))
+    return AppServer(demo, f"http://127.0.0.1:{port}/", session)
+
+
+@pytest.fixture(scope="session")
+def app_server(tiny_engine):
+    server = start_app(tiny_engine)
+    yield server
+    server.demo.close()
+
+
+@pytest.fixture()
+def client(app_server):
+    return app_server.client()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: `make test` installs Debian's chromium")
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture()
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+def screenshot(page, name: str) -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
