@@ -26,7 +26,7 @@ setup-dev: $(VENV)/.installed-dev chromium
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium fonts-noto-color-emoji; }
 
 run: setup
 	$(BIN)/python app.py $(ARGS)

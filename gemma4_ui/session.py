@@ -29,6 +29,9 @@ from .tools import ToolRegistry, ToolSchemaError, default_registry
 
 log = logging.getLogger(__name__)
 
+EMPTY_INSPECTOR = ("<p class='inspector-empty'>Type a message or attach a file: what Gemma 4 will receive, "
+                   "and what each part costs in tokens, shows here before you send.</p>")
+
 # Streamed updates per second at most: enough to look live, few enough that a fast model
 # is never slowed by re-rendering the chat (tokens in between arrive in the next update).
 MAX_UPDATES_PER_SECOND = 25
@@ -284,6 +287,8 @@ class ChatSession:
             except MediaError as err:
                 warning = str(err)
         spec = build_spec(preview, options, self.registry_for(declared))
+        if not spec.messages:
+            return InspectorView(EMPTY_INSPECTOR, inspector.messages_layer(spec, []), [], "", "", warning)
         raw = template_text(processor, spec)
         inputs = model_inputs(processor, spec)
         media = preview.media()

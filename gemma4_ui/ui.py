@@ -33,22 +33,25 @@ CSS = """
 @media (max-width: 640px) { #chatbot { height: 60vh !important; } }
 """
 
-EXAMPLE_TOOLS = ["get_current_weather"]
-
-
-def _examples() -> list[list]:
-    """One example per capability, with the media shipped in assets/examples/."""
+def _examples() -> tuple[list[list], list[str]]:
+    """One example per capability, with the media shipped in assets/examples/: rows of
+    (composer, thinking, enabled tools), and their labels."""
     def files(*names: str) -> list[str]:
-        return [str(EXAMPLES_DIR / n) for n in names if (EXAMPLES_DIR / n).exists()]
+        return [str(EXAMPLES_DIR / n) for n in names]
 
-    return [
-        [{"text": "What do you see in this image?", "files": files("shapes.png")}, False, []],
-        [{"text": "Transcribe this audio.", "files": files("speech.wav")}, False, []],
-        [{"text": "What happens in this video?", "files": files("bouncing_ball.mp4")}, False, []],
-        [{"text": "What is 17.5% of 2,340? Think it through.", "files": []}, True, []],
-        [{"text": "What's the weather in Ouagadougou?", "files": []}, True, EXAMPLE_TOOLS],
-        [{"text": "How many images did I send?", "files": files("shapes.png", "street.jpg")}, False, []],
+    rows = [
+        ("🖼️ Image question", {"text": "What do you see in this image?", "files": files("shapes.png")}, False, []),
+        ("🖼️🖼️ Two images", {"text": "How many images did I send?", "files": files("shapes.png", "street.jpg")},
+         False, []),
+        ("🔊 Audio transcription", {"text": "Transcribe this audio.", "files": files("speech.wav")}, False, []),
+        ("🎞️ Video question", {"text": "What happens in this video?", "files": files("bouncing_ball.mp4")},
+         False, []),
+        ("💭 Thinking", {"text": "Plan a day trip to Lisbon in three steps.", "files": []}, True, []),
+        ("🛠️ Tool call", {"text": "What's the weather in Ouagadougou?", "files": []}, True,
+         ["get_current_weather"]),
+        ("🧮 Calculator", {"text": "What's 17.5% of 2,340?", "files": []}, False, ["calculator"]),
     ]
+    return [list(row[1:]) for row in rows], [row[0] for row in rows]
 
 
 def _tool_choices(registry: ToolRegistry) -> list[tuple[str, str]]:
@@ -160,9 +163,10 @@ def build_ui(session: ChatSession) -> gr.Blocks:
                                              elem_id="declare-schema", interactive=True)
                         declare = gr.Button("Add tool", size="sm", elem_id="declare-tool")
 
-                examples_note = gr.Markdown("#### Examples", elem_id="examples-title")
-                gr.Examples(_examples(), inputs=[composer, thinking, enabled_tools], label=None,
-                            examples_per_page=6)
+                example_rows, example_labels = _examples()
+                gr.Examples(example_rows, inputs=[composer, thinking, enabled_tools], label="Examples",
+                            example_labels=example_labels, examples_per_page=len(example_rows),
+                            elem_id="examples")
 
         options = [system_prompt, thinking, max_new_tokens, temperature, top_p, top_k, image_budget,
                    enabled_tools, max_tool_rounds]
@@ -225,6 +229,10 @@ def build_ui(session: ChatSession) -> gr.Blocks:
         new_chat.click(reset, None, [chatbot, conversation, restore, composer, tool_row], api_name="new_conversation",
                        queue=False).then(after_turn, after_inputs, after_outputs, api_visibility="private",
                                          show_progress="hidden")
+        # The Chatbot's own trash button clears the display; the conversation goes with it.
+        chatbot.clear(reset, None, [chatbot, conversation, restore, composer, tool_row], api_visibility="private",
+                      queue=False).then(after_turn, after_inputs, after_outputs, api_visibility="private",
+                                        show_progress="hidden")
 
         # 6. The inspector follows the draft and the settings (always_last: a natural debounce).
         live = dict(fn=refresh_inspector, inputs=[composer, conversation, declared, show_ids, *options],

@@ -217,15 +217,11 @@ def build(out: Path = DEFAULT_OUT, seed: int = 0, weights: bool = True) -> None:
     tokenizer = build_tokenizer(out, seed)
     processor = build_processor(tokenizer, template_path)
     processor.save_pretrained(out)
-    config = tiny_config(processor.tokenizer)
     if weights:
         torch.manual_seed(seed)
-        model = Gemma4ForConditionalGeneration(config).to(torch.bfloat16)
+        model = Gemma4ForConditionalGeneration(tiny_config(processor.tokenizer)).to(torch.bfloat16)
         model.generation_config = generation_config(processor.tokenizer)
         model.save_pretrained(out)
-    else:
-        config.save_pretrained(out)
-        generation_config(processor.tokenizer).save_pretrained(out)
     print(f"wrote {out} (vocab {len(processor.tokenizer)})")
 
 
@@ -234,7 +230,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--no-weights", action="store_true", help="rewrite tokenizer, processor and config, keep the weights"
+        "--no-weights", action="store_true", help="rewrite the tokenizer and processor files, keep config and weights"
     )
     args = parser.parse_args()
     build(args.out, args.seed, weights=not args.no_weights)

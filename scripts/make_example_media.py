@@ -2,11 +2,11 @@
 
     python scripts/make_example_media.py [--out assets/examples] [--seed 0]
 
-What it writes (about 0.5 MB in all):
+What it writes (about 220 KB in all):
   1. `shapes.png`, 640x480: a red circle, a blue square, a green triangle and a yellow star
      on a pale grid, the kind of picture one asks "what shapes and colours do you see?";
   2. `street.jpg`, 480x800 (portrait, so the soft-token count differs from the first): a
-     street at dusk with houses, lit windows, a tree, a red car and a traffic light;
+     street at dusk with houses, lit windows, a low sun, a tree, a red car and a red light;
   3. `speech.wav`, 16 kHz mono 16-bit: "The weather in Paris is sunny today." spoken by
      `espeak-ng` (en-us); without espeak-ng, a rising then falling tone sequence instead,
      so the script still runs anywhere (the committed file is the spoken one);

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import struct
+import zlib
 from pathlib import Path
 
 import cv2
@@ -18,7 +20,6 @@ from gemma4_ui.media import MediaError, MediaLimits, detect_kind, load_files, lo
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "assets" / "examples"
-TINY_MODEL = ROOT / "assets" / "tiny-gemma4"
 RED, BLUE = (255, 0, 0), (0, 0, 255)
 RATE = media.AUDIO_SAMPLING_RATE
 
@@ -27,16 +28,16 @@ RATE = media.AUDIO_SAMPLING_RATE
 # Helpers that write real files
 
 
-def write_image(path: Path, size=(64, 48), colour=RED, mode="RGB", **save_args) -> Path:
-    Image.new(mode, size, colour).save(path, **save_args)
+def write_image(path: Path, **save_args) -> Path:
+    Image.new("RGB", (64, 48), RED).save(path, **save_args)
     return path
 
 
-def write_tone(path: Path, seconds: float, rate: int = RATE, channels: int = 1, **write_args) -> Path:
+def write_tone(path: Path, seconds: float, rate: int = RATE, stereo: bool = False, **write_args) -> Path:
     t = np.arange(int(seconds * rate)) / rate
     tone = 0.3 * np.sin(2 * np.pi * 440 * t)
-    # A second channel that is silent, so the mono mix is exactly half the first.
-    samples = np.stack([tone] + [np.zeros_like(tone)] * (channels - 1), axis=1) if channels > 1 else tone
+    # Stereo: the tone on the left, silence on the right, so the mono mix is exactly half the tone.
+    samples = np.stack([tone, np.zeros_like(tone)], axis=1) if stereo else tone
     soundfile.write(path, samples.astype(np.float32), rate, **write_args)
     return path
 
@@ -64,10 +65,10 @@ def index_shown(frame: np.ndarray) -> int:
     return sum(1 << bit for bit in range(INDEX_BITS) if frame[:, bit * block : (bit + 1) * block].mean() > 128)
 
 
-def write_coloured_video(path: Path, frames: int, fps: float, bgr=(0, 0, 255)) -> Path:
+def write_red_video(path: Path, frames: int, fps: float) -> Path:
     writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), fps, (160, 120))
     for _ in range(frames):
-        writer.write(np.full((120, 160, 3), bgr, np.uint8))
+        writer.write(np.full((120, 160, 3), (0, 0, 255), np.uint8))  # OpenCV writes BGR
     writer.release()
     return path
 
@@ -129,6 +130,14 @@ def test_animated_gif_gives_its_first_frame(tmp_path):
     assert_rgb_close(load_media(tmp_path / "anim.gif").data.getpixel((16, 16)), RED)
 
 
+def test_multi_picture_jpeg_gives_its_first_picture(tmp_path):
+    # Cameras write MPO: a JPEG whose extra pictures follow the first; Pillow names it "MPO".
+    first, second = Image.new("RGB", (32, 32), RED), Image.new("RGB", (32, 32), BLUE)
+    first.save(tmp_path / "camera.jpg", format="MPO", save_all=True, append_images=[second])
+    assert Image.open(tmp_path / "camera.jpg").format == "MPO"
+    assert_rgb_close(load_media(tmp_path / "camera.jpg").data.getpixel((16, 16)), RED)
+
+
 def test_content_decides_not_the_extension(tmp_path):
     # A JPEG saved under a .png name is still a good image.
     path = tmp_path / "really_a_jpeg.png"
@@ -145,6 +154,17 @@ def test_tiff_is_refused_with_advice(tmp_path):
 def test_too_many_pixels_is_refused(tmp_path):
     with pytest.raises(MediaError, match=r"'big.png' is 64×48 pixels.*limit"):
         load_media(write_image(tmp_path / "big.png"), MediaLimits(max_image_pixels=1000))
+
+
+def test_decompression_bomb_is_refused_before_decoding(tmp_path):
+    # A PNG that is all header: 30000×30000 pixels declared, none present. Only the header is read.
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    header = chunk(b"IHDR", struct.pack(">IIBBBBB", 30_000, 30_000, 8, 2, 0, 0, 0))
+    (tmp_path / "bomb.png").write_bytes(b"\x89PNG\r\n\x1a\n" + header + chunk(b"IDAT", b"") + chunk(b"IEND", b""))
+    with pytest.raises(MediaError, match="'bomb.png' .*pixels"):
+        load_media(tmp_path / "bomb.png")
 
 
 @pytest.mark.parametrize("name", ["photo.png", "photo.jpg"])
@@ -230,7 +250,7 @@ def test_long_audio_can_be_refused(tmp_path):
 
 
 def test_stereo_44k_becomes_mono_16k(tmp_path):
-    item = load_media(write_tone(tmp_path / "stereo.wav", 2.0, rate=44_100, channels=2))
+    item = load_media(write_tone(tmp_path / "stereo.wav", 2.0, rate=44_100, stereo=True))
     assert item.data.ndim == 1 and item.data.dtype == np.float32
     assert item.data.shape == (2 * RATE,)
     assert abs(np.abs(item.data).max() - 0.15) < 0.01  # the channels averaged: a 0.3 tone and silence
@@ -270,7 +290,7 @@ def test_undecodable_audio_says_so(tmp_path):
 
 
 def test_video_is_sampled_evenly_with_real_metadata(tmp_path):
-    item = load_media(write_coloured_video(tmp_path / "clip.mp4", frames=50, fps=10))
+    item = load_media(write_red_video(tmp_path / "clip.mp4", frames=50, fps=10))
     metadata = item.video_metadata
     expected = np.linspace(0, 49, 32).round().astype(int).tolist()
     assert (metadata.total_num_frames, metadata.fps, metadata.duration) == (50, 10.0, 5.0)
@@ -284,7 +304,7 @@ def test_video_is_sampled_evenly_with_real_metadata(tmp_path):
 
 
 def test_short_video_keeps_every_frame(tmp_path):
-    item = load_media(write_coloured_video(tmp_path / "blink.mp4", frames=10, fps=24))
+    item = load_media(write_red_video(tmp_path / "blink.mp4", frames=10, fps=24))
     assert item.video_metadata.frames_indices == list(range(10))
     assert len(item.data) == 10
 
@@ -304,18 +324,10 @@ def test_webm_video_is_recognised_as_video(tmp_path):
     assert [index_shown(frame) for frame in load_media(path).data] == list(range(20))
 
 
-@pytest.fixture(scope="module")
-def processor():
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from transformers import AutoProcessor
-
-    return AutoProcessor.from_pretrained(TINY_MODEL)
-
-
-def test_timestamps_reach_the_prompt(tmp_path, processor):
+def test_timestamps_reach_the_prompt(tmp_path, processor):  # `processor`: the tiny Gemma 4's, from conftest
     # 20 s at 5 fps: frames 0, 25, 50, 74, 99 are at 0, 5, 10, 14.8, 19.8 s. Without the
     # metadata the processor would assume 24 fps and print 00:00 ... 00:04.
-    item = load_media(write_coloured_video(tmp_path / "walk.mp4", frames=100, fps=5), MediaLimits(max_video_frames=5))
+    item = load_media(write_red_video(tmp_path / "walk.mp4", frames=100, fps=5), MediaLimits(max_video_frames=5))
     assert item.video_metadata.frames_indices == [0, 25, 50, 74, 99]
     messages = [{"role": "user", "content": [{"type": "video", "video": item.data}, {"type": "text", "text": "What?"}]}]
     inputs = processor.apply_chat_template(
@@ -331,18 +343,20 @@ def test_timestamps_reach_the_prompt(tmp_path, processor):
 
 
 def test_too_long_video_is_refused(tmp_path):
-    with pytest.raises(MediaError, match=r"'long.mp4' is 5 s long; the limit is 2 s"):
-        load_media(write_coloured_video(tmp_path / "long.mp4", frames=50, fps=10), MediaLimits(max_video_seconds=2))
+    with pytest.raises(MediaError, match=r"'long.mp4' is 5.0 s long; the limit is 2 s"):
+        load_media(write_red_video(tmp_path / "long.mp4", frames=50, fps=10), MediaLimits(max_video_seconds=2))
 
 
 def test_truncated_video_is_refused(tmp_path):
-    path = write_coloured_video(tmp_path / "cut.mp4", frames=50, fps=10)
+    path = write_red_video(tmp_path / "cut.mp4", frames=50, fps=10)
     path.write_bytes(path.read_bytes()[:2000])
-    with pytest.raises(MediaError, match="'cut.mp4' could not be read as a video"):
+    with pytest.raises(MediaError, match="'cut.mp4' could not be decoded as a video"):
         load_media(path)
 
 
 def test_garbage_named_mp4_is_refused(tmp_path):
+    # These bytes happen to open with an MPEG audio frame sync (ff e4): too weak a signature to
+    # call them audio when the name says video.
     (tmp_path / "noise.mp4").write_bytes(np.random.default_rng(1).bytes(5000))
     with pytest.raises(MediaError, match="'noise.mp4' is named like a video"):
         load_media(tmp_path / "noise.mp4")
@@ -353,8 +367,8 @@ def test_garbage_named_mp4_is_refused(tmp_path):
 
 
 def test_example_media_load():
-    items = {item.name: item for item in load_files(sorted(EXAMPLES.iterdir()))}
-    assert set(items) == {"shapes.png", "street.jpg", "speech.wav", "bouncing_ball.mp4"}
+    paths = [EXAMPLES / name for name in ("shapes.png", "street.jpg", "speech.wav", "bouncing_ball.mp4")]
+    items = {item.name: item for item in load_files(paths)}
     assert items["shapes.png"].data.size == (640, 480)
     assert items["street.jpg"].data.size == (480, 800)
     assert 2.0 <= items["speech.wav"].describe()["seconds"] <= 5.0
@@ -362,5 +376,5 @@ def test_example_media_load():
         "type": "video", "name": "bouncing_ball.mp4", "seconds": 4.0, "fps": 24.0, "frames": 32,
         "width": 480, "height": 270,
     }
-    assert sum(path.stat().st_size for path in EXAMPLES.iterdir()) < 1_000_000
+    assert sum(path.stat().st_size for path in paths) < 1_000_000
     json.dumps([item.describe() for item in items.values()])  # the inspector needs plain JSON

@@ -1,0 +1,152 @@
+"""Token accounting and the three layers, checked against the real processor's output."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import soundfile
+from PIL import Image
+
+from gemma4_ui import inspector
+from gemma4_ui.chat import ChatOptions, build_spec
+from gemma4_ui.conversation import Conversation, UserTurn
+from gemma4_ui.media import MediaLimits, load_media
+from gemma4_ui.prompt import model_inputs, template_text
+from gemma4_ui.tools import default_registry
+
+
+def make_image(path, size):
+    Image.new("RGB", size, (120, 30, 200)).save(path)
+    return load_media(str(path))
+
+
+def make_audio(path, seconds, limits=MediaLimits()):
+    rate = 16000
+    t = np.arange(int(seconds * rate)) / rate
+    soundfile.write(path, (0.2 * np.sin(2 * np.pi * 440 * t)).astype(np.float32), rate)
+    return load_media(str(path), limits)
+
+
+def counts_for(processor, media, text="Describe.", budget=280, tools=None, thinking=False):
+    conversation = Conversation([UserTurn(text, media)])
+    options = ChatOptions(image_budget=budget, enabled_tools=tools or [], thinking=thinking)
+    spec = build_spec(conversation, options, default_registry())
+    inputs = model_inputs(processor, spec)
+    counts = inspector.count_tokens(processor, inputs, conversation.media(), budget, 131072)
+    return inputs, counts, spec
+
+
+def id_counts(processor, inputs):
+    ids = inputs["input_ids"][0].tolist()
+    types = inputs["mm_token_type_ids"][0].tolist()
+    special = set(processor.tokenizer.all_special_ids)
+    image_id = processor.tokenizer.convert_tokens_to_ids("<|image|>")
+    audio_id = processor.tokenizer.convert_tokens_to_ids("<|audio|>")
+    video_id = processor.tokenizer.convert_tokens_to_ids("<|video|>")
+    return {
+        "total": len(ids),
+        "image": ids.count(image_id),
+        "audio": ids.count(audio_id),
+        "video": ids.count(video_id),
+        "control": sum(1 for i, t in zip(ids, types) if i in special and t == 0),
+        "types": {k: types.count(k) for k in (1, 2, 3)},
+    }
+
+
+def assert_consistent(processor, inputs, counts):
+    expected = id_counts(processor, inputs)
+    assert counts.total == expected["total"]
+    assert counts.image_tokens == expected["image"] == expected["types"][1]
+    assert counts.video_tokens == expected["video"] == expected["types"][2]
+    assert counts.audio_tokens == expected["audio"] == expected["types"][3]
+    assert counts.control == expected["control"]
+    assert counts.text + counts.control + counts.image_tokens + counts.audio_tokens + counts.video_tokens == counts.total
+
+
+def test_text_only(processor):
+    inputs, counts, _ = counts_for(processor, [], text="Hello there, how are you?", tools=["calculator"],
+                                   thinking=True)
+    assert_consistent(processor, inputs, counts)
+    assert counts.text > 0 and counts.control > 0 and not counts.images
+
+
+@pytest.mark.parametrize("budget", [70, 280, 1120])
+def test_images_of_different_aspect_ratios(processor, tmp_path, budget):
+    sizes = [(640, 480), (480, 800), (1600, 300)]
+    media = [make_image(tmp_path / f"i{n}.png", size) for n, size in enumerate(sizes)]
+    inputs, counts, _ = counts_for(processor, media, budget=budget)
+    assert_consistent(processor, inputs, counts)
+    assert [i.name for i in counts.images] == ["i0.png", "i1.png", "i2.png"]
+    for image in counts.images:
+        width, height = image.resized
+        assert width % 48 == 0 and height % 48 == 0
+        assert image.soft_tokens == (width // 16) * (height // 16) // 9 <= budget
+    if budget == 280:
+        assert counts.images[0].soft_tokens == 266  # the protocol doc's 640x480 example
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_one_or_two_images(processor, tmp_path, count):
+    media = [make_image(tmp_path / f"i{n}.png", (300 + 100 * n, 300)) for n in range(count)]
+    inputs, counts, _ = counts_for(processor, media)
+    assert_consistent(processor, inputs, counts)
+    assert len(counts.images) == count
+
+
+@pytest.mark.parametrize("seconds,tokens,cut", [(0.5, 13, False), (10, 250, False), (45, 750, True)])
+def test_audio_clips(processor, tmp_path, seconds, tokens, cut):
+    item = make_audio(tmp_path / "a.wav", seconds)
+    inputs, counts, _ = counts_for(processor, [item])
+    assert_consistent(processor, inputs, counts)
+    (clip,) = counts.audio
+    assert clip.soft_tokens == tokens
+    assert bool(clip.warning) == cut
+
+
+def test_video(processor):
+    from conftest import ROOT
+
+    item = load_media(str(ROOT / "assets" / "examples" / "bouncing_ball.mp4"))
+    inputs, counts, _ = counts_for(processor, [item])
+    assert_consistent(processor, inputs, counts)
+    (video,) = counts.videos
+    assert video.frames == len(item.video_metadata.frames_indices)
+    assert video.soft_tokens == video.frames * video.tokens_per_frame
+    expanded = inspector.expanded_layer(processor, inputs)
+    assert "00:00 <|image>[<|video|> × " in expanded
+
+
+def test_highlighted_template_equals_the_raw_text(processor, tmp_path):
+    media = [make_image(tmp_path / "i.png", (64, 64))]
+    _, _, spec = counts_for(processor, media, tools=["get_current_weather"], thinking=True)
+    raw = template_text(processor, spec)
+    spans = inspector.highlight_spans(raw, processor.tokenizer.all_special_tokens)
+    assert "".join(text for text, _ in spans) == raw
+    kinds = {kind for _, kind in spans if kind}
+    assert {"turn", "thinking", "tool", "string", "media"} <= kinds
+
+
+def test_expanded_layer_collapses_runs_and_can_show_ids(processor, tmp_path):
+    inputs, counts, _ = counts_for(processor, [make_image(tmp_path / "i.png", (640, 480))])
+    text = inspector.expanded_layer(processor, inputs)
+    assert "<|image>[<|image|> × 266]<image|>" in text
+    with_ids = inspector.expanded_layer(processor, inputs, show_ids=True)
+    image_id = processor.tokenizer.convert_tokens_to_ids("<|image|>")
+    assert f"[<|image|> × 266 | id {image_id}]" in with_ids
+
+
+def test_messages_layer_shows_media_as_descriptors(processor, tmp_path):
+    item = make_image(tmp_path / "photo.png", (640, 480))
+    _, _, spec = counts_for(processor, [item])
+    data = json.loads(inspector.messages_layer(spec, [item]))
+    part = data["messages"][0]["content"][0]
+    assert part["type"] == "image" and part["image"]["name"] == "photo.png" and part["image"]["width"] == 640
+    assert data["enable_thinking"] is False
+
+
+def test_counts_html_has_the_meter(processor):
+    _, counts, _ = counts_for(processor, [])
+    html = inspector.counts_html(counts)
+    assert "ctx-meter" in html and "131,072" in html
