@@ -89,7 +89,8 @@ class TurnRunner:
             # 1. One generation round. The assistant turn being built is part of the prompt,
             #    so a resumed exchange continues the open model turn.
             spec = build_spec(conv, options, self.registry)
-            request = GenerationRequest(spec, options.max_new_tokens, options.temperature, options.top_p, options.top_k)
+            request = GenerationRequest(spec, options.max_new_tokens, options.temperature, options.top_p, options.top_k,
+                                        media=conv.media())
             done: Done | None = None
             for event in self.engine.stream(request, cancel):
                 if isinstance(event, ThinkingDelta):
@@ -105,7 +106,7 @@ class TurnRunner:
                 elif isinstance(event, ToolCall):
                     live.calls.append(event)
                 elif isinstance(event, EngineError):
-                    yield from self._fail(conversation, conv, turn, event.message)
+                    yield from self._fail(conversation, conv, turn, live, event.message)
                     return
                 elif isinstance(event, Done):
                     done = event
@@ -177,12 +178,17 @@ class TurnRunner:
         round_.results[-1] = answer
         return conv
 
-    def _fail(self, original: Conversation, conv: Conversation, turn: AssistantTurn, message: str) -> Iterator[Snapshot]:
+    def _fail(self, original: Conversation, conv: Conversation, turn: AssistantTurn, live: Live,
+              message: str) -> Iterator[Snapshot]:
         """An engine error. With nothing produced yet the conversation goes back to how it
-        was; otherwise the turn keeps what was produced and says what happened."""
-        if not turn.rounds:
+        was; otherwise the turn keeps what was produced (e.g. a stream cut mid-reply) and
+        says what happened."""
+        if not turn.rounds and not live.content.strip() and not live.reasoning.strip():
             yield Snapshot(original, None, error=message)
             return
+        _close_thinking(live)
+        turn.reasoning, turn.content = live.reasoning.strip(), live.content.strip()
+        turn.thinking_seconds = live.thinking_seconds
         turn.notice = message
         yield Snapshot(conv, None, error=message)
 

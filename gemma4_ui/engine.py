@@ -6,10 +6,11 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .events import Event
 from .loading import ModelStatus
+from .media import MediaItem
 from .prompt import PromptSpec
 
 
@@ -20,6 +21,8 @@ class GenerationRequest:
     temperature: float = 1.0  # 0 means greedy decoding
     top_p: float = 0.95
     top_k: int = 64
+    # The conversation's uploads, in order: remote engines send a video as its original file.
+    media: list[MediaItem] = field(default_factory=list)
 
 
 class Engine(ABC):

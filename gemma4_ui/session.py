@@ -242,7 +242,7 @@ class ChatSession:
         cancel = threading.Event()
         self._cancels[session] = cancel
         runner = TurnRunner(self.engine, self.registry_for(declared))
-        yield render(conversation, _waiting()), conversation, None
+        yield render(conversation), conversation, None
         last_update = 0.0
         snapshot: Snapshot | None = None
         try:
@@ -258,11 +258,13 @@ class ChatSession:
                 del self._cancels[session]
         if snapshot is not None and snapshot.error:
             gr.Warning(snapshot.error)
-            if snapshot.conversation is conversation and on_fail is not None:
+            if snapshot.conversation is not conversation:  # the turn kept a partial reply and says why
+                yield render(snapshot.conversation), snapshot.conversation, None
+            elif on_fail is not None:  # nothing was produced: the message goes back to the composer
                 before, draft = on_fail
                 yield render(before, notice=snapshot.error), before, draft.as_value()
             else:
-                yield render(snapshot.conversation, notice=snapshot.error), snapshot.conversation, None
+                yield render(conversation, notice=snapshot.error), conversation, None
 
     # -- the inspector ---------------------------------------------------------------------------
 
@@ -322,12 +324,6 @@ class ChatSession:
             if messages[i]["role"] == "user" and isinstance(messages[i]["content"], str):
                 return i
         return None
-
-
-def _waiting() -> "Live":
-    from .chat import Live
-
-    return Live()
 
 
 def _session(request: gr.Request | None) -> str:

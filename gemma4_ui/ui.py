@@ -30,7 +30,10 @@ CSS = """
 .token-counts table { width: 100%; font-size: 0.9em; }
 #template-raw .textfield { font-family: var(--font-mono); white-space: pre-wrap; font-size: 0.85em; }
 #template-expanded textarea, #raw-output textarea { font-family: var(--font-mono); font-size: 0.85em; }
-@media (max-width: 640px) { #chatbot { height: 60vh !important; } }
+@media (max-width: 640px) {
+  #chatbot { height: 60vh !important; }
+  #title h2 { font-size: 1.2em; }
+}
 """
 
 def _examples() -> tuple[list[list], list[str]]:
@@ -85,7 +88,7 @@ def build_ui(session: ChatSession) -> gr.Blocks:
             # -- the chat -----------------------------------------------------------------------
             with gr.Column(scale=3, min_width=320):
                 chatbot = gr.Chatbot(
-                    elem_id="chatbot", label="Chat", height=560, editable="user", buttons=["copy"],
+                    elem_id="chatbot", show_label=False, height=560, editable="user", buttons=["copy"],
                     placeholder="Ask something, attach an image, audio or video, or pick an example below.",
                     group_consecutive_messages=False,
                 )
@@ -101,7 +104,7 @@ def build_ui(session: ChatSession) -> gr.Blocks:
                     tool_submit = gr.Button("Send result", variant="primary", scale=1, elem_id="tool-submit")
                     tool_cancel = gr.Button("Cancel call", scale=1, elem_id="tool-cancel")
                 with gr.Row():
-                    stop = gr.Button("⏹ Stop", elem_id="stop", variant="stop", size="sm")
+                    stop = gr.Button("⏹ Stop", elem_id="stop", variant="stop", size="sm", interactive=False)
                     new_chat = gr.Button("🆕 New conversation", elem_id="new-chat", size="sm")
 
             # -- settings, tools, inspector -------------------------------------------------------
@@ -186,15 +189,24 @@ def build_ui(session: ChatSession) -> gr.Blocks:
             composer_update = gr.update(interactive=True, value=restore_value) if restore_value else gr.update(
                 interactive=True)
             stats, raw, parsed = transcript.last_reply(conv)
-            return (composer_update, gr.update(visible=pending is not None), gr.update(value=""),
-                    stats, raw, parsed, *refresh_inspector(None, conv, decl, ids, *opts))
+            return (composer_update, gr.update(interactive=False), gr.update(visible=pending is not None),
+                    gr.update(value=""), stats, raw, parsed, *refresh_inspector(None, conv, decl, ids, *opts))
 
-        after_outputs = [composer, tool_row, tool_answer, reply_stats, raw_output, parsed_output, *inspector_outputs]
+        after_outputs = [composer, stop, tool_row, tool_answer, reply_stats, raw_output, parsed_output,
+                         *inspector_outputs]
+
+        def stage(value, conv):
+            composer_update, staged_value, chat = session.stage(value, conv)
+            return composer_update, staged_value, chat, gr.update(interactive=staged_value is not None)
+
+        def running():
+            return gr.update(interactive=True)
+
         after_inputs = [conversation, restore, declared, show_ids, *options]
         gpu = dict(concurrency_limit=settings.gpu_concurrency, concurrency_id="gpu")
 
         # 1. Send: check and show the message, stream the reply, then settle the composer.
-        composer.submit(session.stage, [composer, conversation], [composer, staged, chatbot],
+        composer.submit(stage, [composer, conversation], [composer, staged, chatbot, stop],
                         api_visibility="private", queue=False).then(
             session.respond, [staged, conversation, declared, *options], chat_outputs, api_name="chat",
             show_progress="minimal", **gpu,
@@ -204,13 +216,14 @@ def build_ui(session: ChatSession) -> gr.Blocks:
         stop.click(session.stop, None, None, queue=False, api_name="stop")
 
         # 3. Retry, undo and edit of the last message.
-        chatbot.retry(session.retry, [conversation, declared, *options], chat_outputs, api_visibility="private",
-                      **gpu).then(after_turn, after_inputs, after_outputs, api_visibility="private",
-                                  show_progress="hidden")
+        chatbot.retry(running, None, stop, queue=False, api_visibility="private").then(
+            session.retry, [conversation, declared, *options], chat_outputs, api_visibility="private", **gpu,
+        ).then(after_turn, after_inputs, after_outputs, api_visibility="private", show_progress="hidden")
         chatbot.undo(session.undo, [conversation], [chatbot, conversation, composer], api_visibility="private")
         chatbot.edit(session.edit, [conversation, declared, *options], chat_outputs, api_visibility="private",
                      **gpu).then(after_turn, after_inputs, after_outputs, api_visibility="private",
                                  show_progress="hidden")
+        chatbot.edit(running, None, stop, queue=False, api_visibility="private")
 
         # 4. Client tools: the user answers (or cancels) a call the model made.
         for trigger, handler, inputs, name in (
@@ -218,9 +231,9 @@ def build_ui(session: ChatSession) -> gr.Blocks:
             (tool_answer.submit, session.answer_tool, [tool_answer, conversation, declared, *options], None),
             (tool_cancel.click, session.cancel_tool, [conversation, declared, *options], "cancel_tool"),
         ):
-            trigger(handler, inputs, chat_outputs, api_name=name, api_visibility="public" if name else "private",
-                    **gpu).then(after_turn, after_inputs, after_outputs, api_visibility="private",
-                                show_progress="hidden")
+            trigger(running, None, stop, queue=False, api_visibility="private").then(
+                handler, inputs, chat_outputs, api_name=name, api_visibility="public" if name else "private", **gpu,
+            ).then(after_turn, after_inputs, after_outputs, api_visibility="private", show_progress="hidden")
 
         # 5. New conversation.
         def reset():
