@@ -65,7 +65,9 @@ def _assistant(turn: AssistantTurn, t: int, live: Live | None) -> list[dict]:
 def _round(round_: ToolRound, key: str, running: int | None) -> list[dict]:
     out: list[dict] = []
     if round_.reasoning:
-        out.append(_thinking(round_.reasoning, key, round_.thinking_seconds))
+        # The calls nest inside the thought, which folds when done: its title names them.
+        calls = ", ".join(dict.fromkeys(c.name for c in round_.calls))
+        out.append(_thinking(round_.reasoning, key, round_.thinking_seconds, f" · 🛠️ {calls}"))
     if round_.content:
         out.append({"role": "assistant", "content": round_.content})
     for c, call in enumerate(round_.calls):
@@ -74,8 +76,9 @@ def _round(round_: ToolRound, key: str, running: int | None) -> list[dict]:
     return out
 
 
-def _thinking(text: str, key: str, seconds: float | None) -> dict:
-    metadata = {"title": THINKING_TITLE, "id": f"think-{key}", "status": "pending" if seconds is None else "done"}
+def _thinking(text: str, key: str, seconds: float | None, suffix: str = "") -> dict:
+    metadata = {"title": THINKING_TITLE + suffix, "id": f"think-{key}",
+                "status": "pending" if seconds is None else "done"}
     if seconds is not None:
         metadata["duration"] = round(seconds, 1)
     return {"role": "assistant", "content": text.strip(), "metadata": metadata}

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import openai
 
 from .config import BUNDLED_MODEL, Settings
 from .engine import Engine, GenerationRequest
@@ -118,6 +119,12 @@ def _openai_content(content: str | list[dict], media: list[MediaItem]) -> str | 
     return [openai_content_part(part, media) for part in content]
 
 
+def tool_message_content(response: Any) -> str:
+    """A tool message's content must be text. A string goes as it is, so the template renders it
+    exactly as it renders the native Gemma response (`{value:...}`); anything else goes as JSON."""
+    return response if isinstance(response, str) else json.dumps(response, ensure_ascii=False)
+
+
 def _tool_round_messages(message: dict, position: int) -> list[dict]:
     """A Gemma tool round (calls, their responses, maybe the answer, all in one message) as
     OpenAI spells it: the calls, one `tool` message per response, then the answer."""
@@ -133,8 +140,7 @@ def _tool_round_messages(message: dict, position: int) -> list[dict]:
     out: list[dict] = [{"role": "assistant", "tool_calls": calls}]
     # Responses are recorded in call order, so the n-th response answers the n-th call.
     for call, response in zip(calls, message.get("tool_responses", [])):
-        out.append({"role": "tool", "tool_call_id": call["id"],
-                    "content": json.dumps(response["response"], ensure_ascii=False)})
+        out.append({"role": "tool", "tool_call_id": call["id"], "content": tool_message_content(response["response"])})
     if message.get("content"):
         out.append({"role": "assistant", "content": message["content"]})
     return out
@@ -325,8 +331,6 @@ def _connection_cause(err: BaseException) -> str:
 def explain_error(err: Exception, base_url: str, model: str, timeout: float) -> str:
     """One sentence (or two) saying what went wrong and what to do. Mid-stream failures are
     worded by the caller, which knows a reply was under way."""
-    import openai
-
     if isinstance(err, openai.APITimeoutError):
         return (f"The server at {base_url} did not answer within {timeout:g} s. It may be busy or still loading "
                 "the model: try again, or raise --request-timeout.")
@@ -346,7 +350,8 @@ def explain_error(err: Exception, base_url: str, model: str, timeout: float) -> 
         if status in (400, 413, 422):
             return (f"The server rejected the request (HTTP {status}): {text}. If it names an attachment type or a "
                     "setting, this server or model does not support it: remove the attachment or change the setting.")
-        return f"The server at {base_url} failed (HTTP {status}): {text}"
+        return (f"The server at {base_url} failed (HTTP {status}: {text}). Its log says why; an attachment "
+                "type it cannot decode is a common cause.")
     if isinstance(err, openai.APIError):  # an error event inside the stream
         return f"The server reported an error: {server_message(err)}"
     return f"Talking to the server at {base_url} failed: {type(err).__name__}: {err}"
@@ -354,8 +359,6 @@ def explain_error(err: Exception, base_url: str, model: str, timeout: float) -> 
 
 def refused_fields(err: Exception) -> set[str]:
     """The optional fields a 400/422 answer names: the server does not take them."""
-    import openai
-
     if not isinstance(err, (openai.BadRequestError, openai.UnprocessableEntityError)):
         return set()
     text = server_message(err)
@@ -387,14 +390,12 @@ class OpenAIEngine(Engine):
     """A model behind an OpenAI-compatible chat-completions endpoint."""
 
     def __init__(self, settings: Settings):
-        from openai import OpenAI
-
         self.base_url = (settings.base_url or "").rstrip("/")
         self.timeout = settings.request_timeout
         self.requested_model = settings.model
         self.model = settings.model or ""
         # No retries: a failure is reported at once, and Stop is never delayed by backoff.
-        self.client = OpenAI(base_url=self.base_url, api_key=settings.api_key or DEFAULT_API_KEY,
+        self.client = openai.OpenAI(base_url=self.base_url, api_key=settings.api_key or DEFAULT_API_KEY,
                              timeout=settings.request_timeout, max_retries=0)
         self.status = ModelStatus(requested=settings.model or "(the server's model)", name=self.model,
                                   source="remote", device=self.base_url)
@@ -425,8 +426,6 @@ class OpenAIEngine(Engine):
     def _list_models(self) -> list:
         """The server's model list; [] when it cannot list them (transformers serve without a
         Hub cache answers 500) — the probe then decides."""
-        import openai
-
         try:
             return list(self.client.models.list())
         except (openai.APIConnectionError, openai.AuthenticationError, openai.PermissionDeniedError,
@@ -444,8 +443,6 @@ class OpenAIEngine(Engine):
     def _probe(self) -> None:
         """A one-token reply: proves the model is served, and finds which optional fields the
         server refuses (at most one retry per field)."""
-        import openai
-
         probe = GenerationRequest(PromptSpec(messages=[]), max_new_tokens=1, temperature=0)
         while True:
             body = request_body(probe, self.model, [{"role": "user", "content": "Hi"}], self.refused)
@@ -479,8 +476,6 @@ class OpenAIEngine(Engine):
     # -- stream ------------------------------------------------------------------------------------
 
     def stream(self, request: GenerationRequest, cancel: threading.Event) -> Iterator[Event]:
-        import openai
-
         started = time.perf_counter()
         try:
             messages = to_openai_messages(request.spec.messages, request.media)
@@ -514,8 +509,6 @@ class OpenAIEngine(Engine):
         yield done
 
     def _explain_cut(self, err: Exception, reply: ReplyAssembler) -> str:
-        import openai
-
         if not reply.received_anything:
             return explain_error(err, self.base_url, self.model, self.timeout)
         if isinstance(err, openai.APITimeoutError):

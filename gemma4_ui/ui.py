@@ -256,7 +256,9 @@ def build_ui(session: ChatSession) -> gr.Blocks:
         demo.load(**live)
 
         # 7. Declared tools (this session only).
-        def add_tool(text: str, decl: list, enabled: list):
+        def add_tool(schema: str, decl: list, enabled: list):
+            """Declare a tool from its JSON schema, for this session; it is enabled at once."""
+            text = schema
             try:
                 spec = session.registry_for(decl).declare(text)
             except ToolSchemaError as err:
@@ -268,7 +270,7 @@ def build_ui(session: ChatSession) -> gr.Blocks:
                     _tools_markdown(reg), "")
 
         declare.click(add_tool, [schema_box, declared, enabled_tools],
-                      [declared, enabled_tools, tool_docs, schema_box], api_visibility="private")
+                      [declared, enabled_tools, tool_docs, schema_box], api_name="declare_tool")
 
         # 8. Take it with you: the conversation and the raw template as files; loading back.
         def export_files(conv: Conversation, raw: str, *opts):

@@ -1,0 +1,68 @@
+"""Declared ("client") tools through gradio_client: the user declares a schema, the model calls
+it, the user types the result, the model answers. The model's two outputs are recorded Gemma 4
+text replayed through the real template and parser (see replay.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from gradio_client.exceptions import AppError
+
+from conftest import start_app
+from replay import ReplayEngine
+
+SCHEMA = {"name": "lookup_order", "description": "Finds an order.",
+          "parameters": {"type": "object", "properties": {"order_id": {"type": "integer"}}, "required": ["order_id"]}}
+CALL = "<|tool_call>call:lookup_order{order_id:7}<tool_call|><|tool_response>"
+
+
+@pytest.fixture()
+def replay_server(processor):
+    engine = ReplayEngine(processor, [CALL, "Your order has shipped.<turn|>", CALL, "It was cancelled.<turn|>"])
+    server = start_app(engine)
+    yield server, engine
+    server.demo.close()
+
+
+def text_of(message) -> str:
+    return "".join(part.get("text", "") for part in message["content"])
+
+
+def test_declare_call_answer_resume(replay_server):
+    server, engine = replay_server
+    client = server.client()
+    client.predict(json.dumps(SCHEMA), api_name="/declare_tool")
+
+    chat = client.predict({"text": "Where is order 7?", "files": []}, enabled_tools=["lookup_order"],
+                          api_name="/chat")
+    panel = chat[-1]
+    assert panel["metadata"]["title"] == "🛠️ lookup_order" and panel["metadata"]["status"] == "pending"
+    assert "Waiting for you" in text_of(panel)
+
+    chat = client.predict('{"status": "shipped"}', enabled_tools=["lookup_order"], api_name="/tool_result")
+    assert chat[-2]["metadata"]["status"] == "done" and '"shipped"' in text_of(chat[-2])
+    assert text_of(chat[-1]) == "Your order has shipped."
+    assert 'response:lookup_order{status:<|"|>shipped<|"|>}' in engine.prompts[1]
+
+
+def test_cancel_a_client_call(replay_server):
+    server, engine = replay_server
+    engine.outputs = [CALL, "It was cancelled.<turn|>"]
+    client = server.client()
+    client.predict(json.dumps(SCHEMA), api_name="/declare_tool")
+    client.predict({"text": "Where is order 7?", "files": []}, enabled_tools=["lookup_order"], api_name="/chat")
+    chat = client.predict(enabled_tools=["lookup_order"], api_name="/cancel_tool")
+    assert "cancelled" in chat[-2]["metadata"]["title"]
+    assert "The user cancelled this call." in engine.prompts[1]
+    assert text_of(chat[-1]) == "It was cancelled."
+
+
+def test_a_bad_schema_is_refused_with_a_clear_message(replay_server):
+    server, _ = replay_server
+    client = server.client()
+    bad = {"name": "bad tool", "parameters": {"type": "object"}}
+    with pytest.raises(AppError, match="name"):
+        client.predict(json.dumps(bad), api_name="/declare_tool")
+    with pytest.raises(AppError, match="JSON"):
+        client.predict("{not json", api_name="/declare_tool")
