@@ -367,7 +367,7 @@ def refused_fields(err: Exception) -> set[str]:
 
 # -- the engine ---------------------------------------------------------------------------------------
 
-def _local_model_files(name: str) -> tuple[str, bool] | None:
+def local_model_files(name: str) -> tuple[str, bool] | None:
     """Where this machine can read the served model's own config and processor: a local folder,
     the Hub cache, or the Hub when reachable; None otherwise. (The bundled model is never a
     stand-in: its tokenizer would give wrong counts for another model.)"""
@@ -461,7 +461,7 @@ class OpenAIEngine(Engine):
         """(processor, config) of the served model when this machine can read them, else (None, None)."""
         from transformers import AutoConfig, AutoProcessor
 
-        where = _local_model_files(self.model)
+        where = local_model_files(self.model)
         if where is None:
             log.info("no local processor for %s: the inspector shows no exact counts", self.model)
             return None, None

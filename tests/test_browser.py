@@ -102,3 +102,30 @@ def test_projector_layout(app_server, browser):
         screenshot(page, "projector")
     finally:
         context.close()
+
+
+def test_microphone_recording_is_attached_and_counted(app_server):
+    """Chromium's fake microphone (a beep) through the composer's recorder."""
+    from playwright.sync_api import sync_playwright
+
+    from conftest import CHROMIUM, CHROMIUM_ARGS
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS + [
+            "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream"])
+        context = chromium.new_context(viewport={"width": 1400, "height": 1000}, permissions=["microphone"])
+        page = context.new_page()
+        open_app(page, app_server.url)
+        page.click("#composer button[aria-label='Record audio']")
+        page.click("#composer button[aria-label='Start recording']")
+        page.wait_for_timeout(2000)
+        page.click("#composer button[aria-label='Stop recording']")
+        page.click("#composer button[aria-label='Attach audio']")
+        page.wait_for_function(
+            "() => /Audio soft tokens\\s+[1-9]/.test(document.querySelector('#token-counts').innerText)",
+            timeout=30_000)
+        counts = page.inner_text("#token-counts")
+        seconds = float(re.search(r"🔊 \S+\s+\d+\s+([\d.]+) s", counts).group(1))
+        assert 1.0 <= seconds <= 5.0
+        screenshot(page, "microphone")
+        chromium.close()

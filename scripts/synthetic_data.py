@@ -1,0 +1,1048 @@
+"""Synthetic conversations that teach the bundled tiny Gemma 4 the protocol.
+
+Every example is built the way the app builds a turn: canonical turns (`conversation.py`),
+rendered by `to_gemma_messages` and OUR chat template (`build_spec` + `template_text`), tools
+run through the real registry (`ToolRegistry.execute`), media expanded by the real processor
+(`model_inputs`). Only what the model writes is composed here, and every output is checked
+to reappear byte for byte in the prompt of the next round, so the model learns exactly the
+bytes the template writes back.
+
+    python scripts/synthetic_data.py [--seed 0] [--show 6]   # print a few rendered examples
+
+Arguments are never taken from a fixed list: city names are random syllables, numbers,
+units and time zones are drawn afresh, so the model has to copy them from the user's
+message. `HELD_OUT_CITIES` and `held_out_time_zones()` never occur in what the user says or
+the model writes here (they are the evaluation's); the built-in tools' own declarations
+name a few cities (Paris, Tokyo, San Francisco) and are rendered as the app renders them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import functools
+import hashlib
+import random
+import re
+import sys
+import types
+import zoneinfo
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from unittest import mock
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from gemma4_ui import builtin_tools  # noqa: E402
+from gemma4_ui.chat import ChatOptions, build_spec  # noqa: E402
+from gemma4_ui.conversation import AssistantTurn, Conversation, ToolRound, UserTurn  # noqa: E402
+from gemma4_ui.events import ToolCall  # noqa: E402
+from gemma4_ui.media import AUDIO_SAMPLING_RATE, MediaItem  # noqa: E402
+from gemma4_ui.prompt import model_inputs, template_text  # noqa: E402
+from gemma4_ui.tools import ToolRegistry, ToolResult, default_registry  # noqa: E402
+
+BUILTIN_TOOLS = ("calculator", "convert_units", "current_time", "get_current_weather")
+QUOTE = '<|"|>'
+THOUGHT_OPEN, THOUGHT_CLOSE = "<|channel>thought\n", "\n<channel|>"
+END_OF_TURN, CALLS_DONE = "<turn|>", "<|tool_response>"
+MEDIA_PLACEHOLDERS = ("<|image|>", "<|audio|>", "<|video|>")
+
+# Cities the evaluation and the tests ask about; none of them is ever generated.
+HELD_OUT_CITIES = (
+    "Ouagadougou", "Tegucigalpa", "Ulaanbaatar", "Santa Cruz de la Sierra", "Paris", "Tokyo", "Reykjavik",
+    "Antananarivo", "Nouakchott", "Bujumbura", "Thiruvananthapuram", "Ljubljana", "Chisinau", "Bloemfontein",
+    "Yellowknife", "Valparaiso", "Kathmandu", "Bishkek", "Dushanbe", "Ashgabat", "Tbilisi", "Yerevan",
+    "Vientiane", "Phnom Penh", "Port Moresby", "Honiara", "Kigali", "Lilongwe", "Maputo", "Windhoek",
+    "Gaborone", "Mbabane", "Maseru", "Asmara", "Mogadishu", "Khartoum", "Niamey", "Bamako", "Conakry",
+    "Freetown", "Monrovia", "Yamoussoukro", "Porto-Novo", "Lomé", "Libreville", "Brazzaville", "Kinshasa",
+    "Las Palmas de Gran Canaria", "Rio de Janeiro", "Buenos Aires", "Ho Chi Minh City", "Kuala Lumpur",
+    "Addis Ababa", "Dar es Salaam", "Salt Lake City", "Bandar Seri Begawan", "São Paulo", "Zürich",
+    "Lima", "Oslo", "Quito",
+)
+_HELD_OUT_PATTERN = re.compile("|".join(re.escape(c.lower()) for c in HELD_OUT_CITIES))
+_ZONE_REGIONS = re.compile(r"^(Africa|America|Antarctica|Asia|Atlantic|Australia|Europe|Indian|Pacific)/")
+
+
+def mentions_held_out(text: str) -> bool:
+    """True if `text` names a held-out city (or a zone whose city is held out)."""
+    return bool(_HELD_OUT_PATTERN.search(text.lower().replace("_", " ")))
+
+
+def time_zone_names() -> list[str]:
+    return sorted(z for z in zoneinfo.available_timezones() if _ZONE_REGIONS.match(z))
+
+
+@functools.lru_cache(maxsize=1)
+def held_out_time_zones() -> tuple[str, ...]:
+    """About one zone in five, chosen by a hash of its name (stable across machines)."""
+    return tuple(z for z in time_zone_names() if hashlib.sha256(z.encode()).digest()[0] % 5 == 0 or mentions_held_out(z))
+
+
+@functools.lru_cache(maxsize=1)
+def _held_out_zone_pattern() -> re.Pattern:
+    """A held-out zone as users write it: its IANA name or its city ("America/Bahia", "Bahia")."""
+    forms = {form for z in held_out_time_zones() for form in (z, zone_city(z))}
+    return re.compile(r"(?<![\w/])(" + "|".join(map(re.escape, sorted(forms, key=len, reverse=True))) + r")(?![\w/])")
+
+
+def mentions_held_out_zone(text: str) -> bool:
+    return bool(_held_out_zone_pattern().search(text))
+
+
+def zone_city(zone: str) -> str:
+    return zone.rsplit("/", 1)[1].replace("_", " ")
+
+
+def training_time_zones() -> list[str]:
+    return [z for z in time_zone_names() if not mentions_held_out_zone(z) and not mentions_held_out_zone(zone_city(z))]
+
+
+# --- word material ---------------------------------------------------------------------
+
+ONSETS = ("", "", "b", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "y", "z",
+          "ch", "sh", "th", "kh", "br", "dr", "gr", "kr", "tr", "st", "ts", "ng", "gu", "qu", "bl", "pl", "x")
+VOWELS = ("a", "a", "e", "e", "i", "o", "o", "u", "ou", "aa", "ei", "ia", "ua", "ue", "oo", "y", "ae", "io", "au")
+CODAS = ("", "", "", "", "n", "r", "l", "m", "s", "k", "t", "ng", "sh", "x", "rd", "lt", "b", "g")
+ACCENTS = {"a": "áãåä", "e": "éèê", "i": "í", "o": "óøö", "u": "üú", "n": "ñ", "c": "ç", "s": "š"}
+CITY_PREFIXES = ("San", "Santa", "Port", "New", "Saint", "Fort", "Mount", "Lake", "North", "South", "East", "West",
+                 "El", "La", "Los", "Al", "Puerto", "Ciudad", "Nueva", "Bandar", "Kota", "Nova", "Villa", "Cape",
+                 "Bad", "Ban", "Old", "Upper", "Little", "Great")
+CITY_LINKS = (" de ", " de la ", " del ", " do ", " da ", " am ", " upon ", " on ", " sur ", "-", " di ", " al ",
+              " es ", " el ")
+REGION_CODES = ("AB", "QX", "ZN", "TR", "KL", "MO", "VE", "PA", "DU", "RI", "SY", "LO", "NT", "EW", "BG", "HK")
+
+ADJECTIVES = ("small", "brave", "quiet", "golden", "bright", "curious", "gentle", "tall", "tiny", "clever",
+              "silver", "sleepy", "happy", "lonely", "wise", "green", "red", "blue", "wooden", "friendly", "shy")
+NOUNS = ("fox", "lantern", "river", "robot", "garden", "dragon", "boat", "owl", "tree", "castle", "cat", "train",
+         "mountain", "village", "bird", "key", "map", "star", "forest", "bridge", "horse", "kite", "clock", "whale")
+PLACES = ("the market", "the hill", "the old bridge", "the harbour", "the forest", "the library", "the garden",
+          "the river bank", "the tower", "the village square", "the bakery", "the meadow", "the cave", "the beach")
+FOODS = ("bread", "soup", "apples", "tea", "honey cakes", "rice", "plums", "warm milk", "cheese", "berries")
+COLOURS = ("gold", "pink", "purple", "orange", "grey", "silver", "deep blue", "red")
+SYSTEM_PROMPTS = ("You are a helpful assistant.", "You are a concise assistant.", "Answer briefly.",
+                  "You are a friendly assistant. Keep answers short.", "Be precise and polite.",
+                  "You are a helpful assistant that uses tools when they help.", "Reply in plain English.")
+
+
+def pick(rng: random.Random, options):
+    return options[rng.randrange(len(options))]
+
+
+def syllable_word(rng: random.Random, syllables: tuple[int, int] = (1, 3)) -> str:
+    word = ""
+    while len(word) < 3:  # "Do" or "Ua" read as words, not names
+        word = "".join(pick(rng, ONSETS) + pick(rng, VOWELS) + pick(rng, CODAS)
+                       for _ in range(rng.randint(*syllables)))
+    if rng.random() < 0.08:  # now and then a letter with a diacritic, which the tokenizer spells in bytes
+        spots = [i for i, ch in enumerate(word) if ch in ACCENTS]
+        if spots:
+            i = pick(rng, spots)
+            word = word[:i] + pick(rng, ACCENTS[word[i]]) + word[i + 1:]
+    return word.capitalize()
+
+
+def city_name(rng: random.Random) -> str:
+    """A city nobody has heard of: one to four words of random syllables, sometimes with a
+    prefix ("Port"), a link ("de la") or a region code, so multi-word names get copied too."""
+    while True:
+        shape = rng.random()
+        if shape < 0.5:
+            name = syllable_word(rng, (1, 4))
+        elif shape < 0.7:
+            name = f"{pick(rng, CITY_PREFIXES)} {syllable_word(rng)}"
+        elif shape < 0.8:
+            name = f"{syllable_word(rng)} {syllable_word(rng)}"
+        elif shape < 0.92:
+            name = f"{syllable_word(rng)}{pick(rng, CITY_LINKS)}{syllable_word(rng)}"
+        else:
+            name = f"{pick(rng, CITY_PREFIXES)} {syllable_word(rng)}{pick(rng, CITY_LINKS)}{syllable_word(rng)}"
+        if rng.random() < 0.12:
+            name += f", {pick(rng, REGION_CODES)}"
+        if rng.random() < 0.04:
+            name = name.lower()  # people type like this too; the call copies it as typed
+        if not mentions_held_out(name):
+            return name
+
+
+def person_name(rng: random.Random) -> str:
+    first = syllable_word(rng, (1, 2))
+    return first if rng.random() < 0.4 else f"{first} {syllable_word(rng, (1, 2))}"
+
+
+def spelled(n: int) -> str:
+    return ("zero", "one", "two", "three", "four")[n]
+
+
+# --- media -----------------------------------------------------------------------------
+
+
+def random_colour(rng: random.Random) -> tuple[int, int, int]:
+    return (rng.randrange(256), rng.randrange(256), rng.randrange(256))
+
+
+def draw_picture(rng: random.Random, width: int, height: int):
+    from PIL import Image, ImageDraw
+
+    image = Image.new("RGB", (width, height), random_colour(rng))
+    draw = ImageDraw.Draw(image)
+    for _ in range(rng.randint(1, 6)):
+        x0, y0 = rng.randrange(width), rng.randrange(height)
+        x1, y1 = x0 + rng.randint(4, max(5, width // 2)), y0 + rng.randint(4, max(5, height // 2))
+        shape = rng.randrange(3)
+        if shape == 0:
+            draw.ellipse([x0, y0, x1, y1], fill=random_colour(rng))
+        elif shape == 1:
+            draw.rectangle([x0, y0, x1, y1], fill=random_colour(rng))
+        else:
+            draw.polygon([(x0, y1), ((x0 + x1) // 2, y0), (x1, y1)], fill=random_colour(rng))
+    return image
+
+
+def synthetic_image(rng: random.Random) -> MediaItem:
+    width, height = rng.randint(32, 900), rng.randint(32, 900)
+    return MediaItem("image", "picture.png", "picture.png", draw_picture(rng, width, height))
+
+
+def synthetic_audio(rng: random.Random) -> MediaItem:
+    """0.3 to 3 s of tones, chirps or noise at 16 kHz, as `load_media` returns audio."""
+    seconds = rng.uniform(0.3, 3.0)
+    t = np.arange(int(seconds * AUDIO_SAMPLING_RATE)) / AUDIO_SAMPLING_RATE
+    noise = np.random.default_rng(rng.randrange(2**32))
+    kind = rng.randrange(3)
+    if kind == 0:
+        wave = sum(np.sin(2 * np.pi * rng.uniform(80, 2000) * t) for _ in range(rng.randint(1, 3)))
+    elif kind == 1:
+        wave = np.sin(2 * np.pi * (rng.uniform(100, 500) + rng.uniform(50, 800) * t) * t)
+    else:
+        wave = noise.standard_normal(len(t))
+    wave = wave / (np.abs(wave).max() + 1e-6) * rng.uniform(0.05, 0.6)
+    return MediaItem("audio", "clip.wav", "clip.wav", wave.astype(np.float32))
+
+
+def synthetic_video(rng: random.Random) -> MediaItem:
+    """A shape moving over a background, with the metadata `load_media` would report. Most
+    clips are a few frames (cheap); some have the app's 32, like a real upload."""
+    from transformers.video_utils import VideoMetadata
+
+    frames = rng.choice([rng.randint(1, 8), rng.randint(1, 8), rng.randint(9, 32), 32])
+    width, height = rng.randint(48, 320), rng.randint(48, 320)
+    background, colour = random_colour(rng), random_colour(rng)
+    size = rng.randint(6, max(7, min(width, height) // 2))
+    data = np.empty((frames, height, width, 3), dtype=np.uint8)
+    data[:] = background
+    for index in range(frames):
+        x = int((width - size) * index / max(1, frames - 1))
+        y = int((height - size) * abs(np.sin(index / 3)))
+        data[index, y:y + size, x:x + size] = colour
+    fps = rng.choice([10.0, 15.0, 24.0, 25.0, 30.0])
+    step = rng.randint(1, 12)
+    metadata = VideoMetadata(
+        total_num_frames=frames * step, fps=fps, width=width, height=height, duration=frames * step / fps,
+        video_backend="opencv", frames_indices=[i * step for i in range(frames)],
+    )
+    return MediaItem("video", "clip.mp4", "clip.mp4", data, video_metadata=metadata)
+
+
+def media_phrase(media: list[MediaItem]) -> str:
+    """'one image', 'two images and an audio clip', 'an image, an audio clip and a video'."""
+    parts = []
+    for kind, one, many in (("image", "one image", "images"), ("audio", "an audio clip", "audio clips"),
+                            ("video", "a video", "videos")):
+        count = sum(1 for m in media if m.kind == kind)
+        if count:
+            parts.append(one if count == 1 else f"{spelled(count)} {many}")
+    if len(parts) == 2 and parts[0] == "one image":
+        parts[0] = "an image"  # "an image and an audio clip" reads better than "one image and ..."
+    if len(parts) == 3 and parts[0] == "one image":
+        parts[0] = "an image"
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+# --- one exchange: what the user says and what the model writes back -----------------------
+
+
+@dataclass
+class Exchange:
+    """One user message and the model's reply. `calls` are made first (then `answer` gets the
+    tool results); with no calls `answer` gets an empty list. Thoughts are used only when
+    thinking is on."""
+
+    category: str
+    user: UserTurn
+    thought: str
+    answer: Callable[[list[ToolResult]], tuple[str, str]]  # results -> (thought after results, answer)
+    calls: list[tuple[str, dict]] = field(default_factory=list)
+    tools: tuple[str, ...] = ()  # tools that must be enabled
+    client_tool: dict | None = None  # a declared tool's schema
+    client_response: dict | None = None  # what the user answers for it
+
+
+def direct(category: str, text: str, thought: str, answer: str, media=()) -> Exchange:
+    return Exchange(category, UserTurn(text, list(media)), thought, lambda _: ("", answer))
+
+
+def call_text(name: str, arguments: dict) -> str:
+    """A call as Gemma 4 writes it (and as the template renders it back)."""
+    return f"<|tool_call>call:{name}{gemma_value(arguments)}<tool_call|>"
+
+
+def gemma_value(value) -> str:
+    if isinstance(value, str):
+        return f"{QUOTE}{value}{QUOTE}"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        items = sorted(value.items(), key=lambda kv: kv[0].lower())
+        return "{" + ",".join(f"{k}:{gemma_value(v)}" for k, v in items) + "}"
+    return str(value)
+
+
+def canonical_number(rng: random.Random, low: float, high: float, decimals_choices=(0, 0, 1, 2)) -> str:
+    """A number as the template prints it back (str of the parsed value): no trailing zeros."""
+    decimals = pick(rng, decimals_choices)
+    value = round(rng.uniform(low, high), decimals)
+    text = str(int(value)) if decimals == 0 or value.is_integer() else str(value)
+    return "0" if float(text) == 0 else text
+
+
+# weather ---------------------------------------------------------------------------------
+
+WEATHER_QUESTIONS = (
+    "What's the weather in {c}?", "What is the weather in {c}?", "What's the weather like in {c}?",
+    "How is the weather in {c} today?", "Is it raining in {c}?", "Weather in {c}?", "weather {c}",
+    "Tell me the weather for {c}.", "Can you check the weather in {c}?", "How warm is it in {c} right now?",
+    "What's the temperature in {c}?", "I am going to {c}. What's the weather there?",
+    "Please look up the current weather in {c}.", "Is it sunny in {c}?",
+)
+WEATHER_QUESTIONS_F = (
+    "What's the weather in {c} in fahrenheit?", "How warm is it in {c} in Fahrenheit?",
+    "Weather in {c}, in fahrenheit please.", "What's the temperature in {c} in degrees Fahrenheit?",
+)
+
+
+def weather_exchange(rng: random.Random, city: str | None = None, question: str | None = None) -> Exchange:
+    city = city or city_name(rng)
+    fahrenheit = question is None and rng.random() < 0.15
+    question = question or pick(rng, WEATHER_QUESTIONS_F if fahrenheit else WEATHER_QUESTIONS)
+    arguments = {"location": city, **({"unit": "fahrenheit"} if fahrenheit else {})}
+
+    def answer(results: list[ToolResult]) -> tuple[str, str]:
+        r = results[0].response
+        unit = "degrees Fahrenheit" if r["unit"] == "fahrenheit" else "degrees Celsius"
+        thought = f"The tool says it is {r['temperature']} {unit} and {r['weather']} in {city}. I will tell the user."
+        text = pick(rng, (f"It is {r['temperature']} {unit} and {r['weather']} in {city}.",
+                          f"In {city} it is {r['weather']} and {r['temperature']} {unit}.",
+                          f"The weather in {city} is {r['weather']}, {r['temperature']} {unit}."))
+        return thought, text + " (The weather tool returns sample data.)" * (rng.random() < 0.2)
+
+    thought = f"The user asks about the weather in {city}. I will call get_current_weather with location {city}."
+    return Exchange("weather", UserTurn(question.format(c=city)), thought, answer,
+                    calls=[("get_current_weather", arguments)], tools=("get_current_weather",))
+
+
+def weather_follow_up(rng: random.Random) -> Exchange:
+    exchange = weather_exchange(rng, question=pick(rng, ("And in {c}?", "What about {c}?", "And {c}?",
+                                                         "How about {c}?")))
+    exchange.category = "weather follow-up"
+    return exchange
+
+
+# calculator ------------------------------------------------------------------------------
+
+
+def calc_number(rng: random.Random, allow_commas: bool = True) -> str:
+    kind = rng.randrange(5)
+    if kind == 0:
+        return str(rng.randint(1, 99))
+    if kind == 1:
+        return str(rng.randint(100, 9999))
+    if kind == 2 and allow_commas:
+        return f"{rng.randint(1000, 9_999_999):,}"
+    if kind == 3:
+        return str(round(rng.uniform(0.1, 99), rng.randint(1, 2)))
+    return str(rng.randint(2, 500))
+
+
+def expression(rng: random.Random) -> str:
+    a, b, c = calc_number(rng), calc_number(rng), calc_number(rng)
+    small = str(rng.randint(2, 5))
+    plain = calc_number(rng, allow_commas=False)
+    percent = pick(rng, (str(rng.randint(1, 99)), str(round(rng.uniform(0.5, 99), 1))))
+    return pick(rng, (
+        f"{a} + {b}", f"{a} - {b}", f"{a} * {b}", f"{a} × {b}", f"{a} / {b}", f"{a} ÷ {b}", f"{a}+{b}",
+        f"{percent}% of {a}", f"{percent}% of {a}", f"sqrt({plain})", f"{rng.randint(2, 99)}^{small}",
+        f"{rng.randint(2, 30)} ** {small}", f"({a} + {b}) * {c}", f"{a} * {b} - {c}", f"({a} - {b}) / {c}",
+        f"{a}*{b}", f"{a} * {b} + {c}",
+    ))
+
+
+CALC_QUESTIONS = ("What's {e}?", "What is {e}?", "Calculate {e}.", "Compute {e}.", "How much is {e}?",
+                  "Work out {e}.", "{e} = ?", "Can you calculate {e} for me?", "Please compute {e}",
+                  "what's {e}", "Quick question: what is {e}?")
+
+
+def calculator_exchange(rng: random.Random) -> Exchange:
+    expr = expression(rng)
+
+    def answer(results: list[ToolResult]) -> tuple[str, str]:
+        value = results[0].response["result"]
+        thought = f"The calculator returned {value}. I will give that as the answer."
+        return thought, pick(rng, (f"{expr} = {value}.", f"The answer is {value}.", f"{expr} is {value}."))
+
+    thought = f"The user wants to know {expr}. I will use the calculator."
+    return Exchange("calculator", UserTurn(pick(rng, CALC_QUESTIONS).format(e=expr)), thought, answer,
+                    calls=[("calculator", {"expression": expr})], tools=("calculator",))
+
+
+# unit conversion -------------------------------------------------------------------------
+
+# Spellings people use, by quantity; every one is accepted by `convert_units`.
+UNIT_SPELLINGS = {
+    "length": (("km", "kilometers", "kilometres"), ("m", "meters", "metres"), ("cm", "centimeters"),
+               ("mm", "millimeters"), ("mi", "miles"), ("ft", "feet"), ("in", "inches"), ("yd", "yards"),
+               ("nautical miles",)),
+    "mass": (("kg", "kilograms", "kilos"), ("g", "grams"), ("lb", "pounds"), ("oz", "ounces"), ("stone",),
+             ("tonnes",), ("mg", "milligrams")),
+    "volume": (("L", "liters", "litres"), ("mL", "milliliters"), ("gal", "gallons"), ("cups",),
+               ("tsp", "teaspoons"), ("tbsp", "tablespoons"), ("pints",), ("quarts",), ("fl oz", "fluid ounces")),
+    "speed": (("km/h", "kph"), ("mph", "miles per hour"), ("m/s",), ("knots",)),
+    "temperature": (("°C", "celsius", "degrees Celsius"), ("°F", "fahrenheit", "degrees Fahrenheit"),
+                    ("K", "kelvin")),
+    "time": (("s", "seconds"), ("min", "minutes"), ("h", "hours"), ("days",), ("weeks",), ("years",),
+             ("ms", "milliseconds")),
+    "data": (("MB", "megabytes"), ("GB", "gigabytes"), ("kB", "kilobytes"), ("TB", "terabytes"), ("GiB",),
+             ("MiB",), ("bits",)),
+}
+CONVERT_QUESTIONS = ("Convert {v} {f} to {t}.", "How many {t} is {v} {f}?", "What is {v} {f} in {t}?",
+                     "{v} {f} to {t}?", "Please convert {v} {f} into {t}.", "convert {v} {f} to {t}",
+                     "How much is {v} {f} in {t}?")
+
+
+def convert_exchange(rng: random.Random) -> Exchange:
+    quantity = pick(rng, tuple(UNIT_SPELLINGS))
+    source, target = rng.sample(UNIT_SPELLINGS[quantity], 2)
+    from_unit, to_unit = pick(rng, source), pick(rng, target)
+    low = -40 if quantity == "temperature" else 0.1
+    value_text = canonical_number(rng, low, pick(rng, (10, 100, 1000)))
+    if source[0] == "K":
+        value_text = value_text.lstrip("-")  # no temperature is below 0 K
+    value = float(value_text) if "." in value_text else int(value_text)
+    arguments = {"value": value, "from_unit": from_unit, "to_unit": to_unit}
+
+    def answer(results: list[ToolResult]) -> tuple[str, str]:
+        result = results[0].response["result"]
+        thought = f"The tool says {value_text} {from_unit} is {result} {to_unit}."
+        return thought, pick(rng, (f"{value_text} {from_unit} is {result} {to_unit}.",
+                                   f"That is {result} {to_unit}."))
+
+    question = pick(rng, CONVERT_QUESTIONS).format(v=value_text, f=from_unit, t=to_unit)
+    thought = f"The user wants {value_text} {from_unit} in {to_unit}. I will call convert_units."
+    return Exchange("convert_units", UserTurn(question), thought, answer,
+                    calls=[("convert_units", arguments)], tools=("convert_units",))
+
+
+# time ------------------------------------------------------------------------------------
+
+TIME_QUESTIONS = ("What time is it in {z}?", "What's the time in {z}?", "What is the date in {z} today?",
+                  "What day is it in {z}?", "Current time in {z}?", "Tell me the time in {z}.",
+                  "what time is it in {z}", "Is it morning in {z} right now?")
+
+
+def time_zone_text(rng: random.Random, zones: list[str]) -> str:
+    """How a user names a zone: IANA name, its city, an offset or UTC; always one
+    `current_time` understands."""
+    shape = rng.random()
+    if shape < 0.5:
+        return pick(rng, zones)
+    if shape < 0.82:
+        return zone_city(pick(rng, zones))
+    if shape < 0.96:
+        hours, minutes = rng.randint(0, 14), pick(rng, (0, 0, 0, 30, 45))
+        return f"UTC{pick(rng, '+-')}{hours:02d}:{minutes:02d}"
+    return "UTC"
+
+
+def time_exchange(rng: random.Random, zones: list[str]) -> Exchange:
+    zone = time_zone_text(rng, zones)
+
+    def answer(results: list[ToolResult]) -> tuple[str, str]:
+        r = results[0].response
+        thought = f"The tool says it is {r['time']} on {r['weekday']}, {r['date']} in {zone}."
+        return thought, pick(rng, (f"It is {r['time']} on {r['weekday']}, {r['date']} in {zone}.",
+                                   f"In {zone} it is {r['weekday']}, {r['date']}, and the time is {r['time']}."))
+
+    thought = f"The user asks for the time in {zone}. I will call current_time."
+    return Exchange("current_time", UserTurn(pick(rng, TIME_QUESTIONS).format(z=zone)), thought, answer,
+                    calls=[("current_time", {"timezone": zone})], tools=("current_time",))
+
+
+@contextlib.contextmanager
+def frozen_clock(instant: dt.datetime) -> Iterator[None]:
+    """`current_time` reads the wall clock; the training data must not depend on the day it is
+    built, so the tool runs (for real) against a clock stopped at `instant`."""
+
+    class StoppedDatetime(dt.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return instant.astimezone(tz)
+
+    clock = types.SimpleNamespace(**{name: getattr(dt, name) for name in dir(dt) if not name.startswith("_")})
+    clock.datetime = StoppedDatetime
+    with mock.patch.object(builtin_tools, "dt", clock):
+        yield
+
+
+def random_instant(rng: random.Random) -> dt.datetime:
+    start = dt.datetime(2020, 1, 1, tzinfo=dt.UTC)
+    return start + dt.timedelta(seconds=rng.randrange(15 * 365 * 86400))
+
+
+# client tools (declared by the user; the user answers them) ---------------------------------
+
+CLIENT_VERBS = {"lookup": ("look up", "Looks up"), "find": ("find", "Finds"), "book": ("book", "Books"),
+                "cancel": ("cancel", "Cancels"), "track": ("track", "Tracks"), "reserve": ("reserve", "Reserves"),
+                "create": ("create", "Creates"), "check": ("check", "Checks the status of"),
+                "update": ("update", "Updates"), "schedule": ("schedule", "Schedules"),
+                "send": ("send", "Sends"), "rate": ("rate", "Rates")}
+CLIENT_NOUNS = ("order", "table", "ticket", "flight", "room", "package", "invoice", "meeting", "reminder",
+                "account", "appointment", "car", "parcel", "delivery", "course", "seat")
+CLIENT_STATUS = ("confirmed", "shipped", "pending", "done", "cancelled", "booked", "delivered", "on hold",
+                 "in transit", "approved")
+
+
+def client_parameters(rng: random.Random, noun: str) -> list[tuple[str, str, Callable[[], tuple[object, str]]]]:
+    """(name, JSON type, draw) where draw() gives (value, the words a user would say for it)."""
+
+    def number_id():
+        v = rng.randint(1, 99999)
+        return v, pick(rng, (f"{noun} {v}", f"{noun} number {v}", f"{noun} id {v}"))
+
+    def people():
+        v = rng.randint(1, 20)
+        return v, f"for {v} people"
+
+    def name():
+        v = person_name(rng)
+        return v, pick(rng, (f"under the name {v}", f"for {v}", f"name {v}"))
+
+    def date():
+        v = f"20{rng.randint(24, 39)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+        return v, f"on {v}"
+
+    def time_of_day():
+        v = f"{rng.randint(0, 23):02d}:{pick(rng, ('00', '15', '30', '45'))}"
+        return v, f"at {v}"
+
+    def email():
+        v = f"{syllable_word(rng, (1, 2)).lower()}.{syllable_word(rng, (1, 2)).lower()}@example.com"
+        return v, f"to {v}"
+
+    def city():
+        v = city_name(rng)
+        return v, f"in {v}"
+
+    def seats():
+        v = rng.randint(1, 9)
+        return v, f"with {v} seats"
+
+    def code():
+        v = f"{syllable_word(rng, (1, 1)).upper()[:2]}-{rng.randint(100, 9999)}"
+        return v, f"with code {v}"
+
+    def urgent():
+        v = rng.random() < 0.5
+        return v, "(urgent)" if v else "(not urgent)"
+
+    def title():
+        v = f"{pick(rng, ADJECTIVES)} {pick(rng, NOUNS)}"
+        return v, f'called "{v}"'
+
+    def amount():
+        v = round(rng.uniform(1, 999), pick(rng, (0, 2)))
+        v = int(v) if float(v).is_integer() else v
+        return v, f"for {v} dollars"
+
+    pool = [(f"{noun}_id", "integer", number_id), ("people", "integer", people), ("name", "string", name),
+            ("date", "string", date), ("time", "string", time_of_day), ("email", "string", email),
+            ("city", "string", city), ("seats", "integer", seats), ("code", "string", code),
+            ("urgent", "boolean", urgent), ("title", "string", title), ("amount", "number", amount)]
+    return rng.sample(pool, rng.randint(1, 3))
+
+
+def client_tool_exchange(rng: random.Random) -> Exchange:
+    verb = pick(rng, tuple(CLIENT_VERBS))
+    noun = pick(rng, CLIENT_NOUNS)
+    spoken_verb, description_verb = CLIENT_VERBS[verb]
+    name = f"{verb}_{noun}"
+    parameters = client_parameters(rng, noun)
+    arguments, phrases = {}, []
+    for param, _, draw in parameters:
+        value, words = draw()
+        arguments[param] = value
+        phrases.append(words)
+    schema = {"name": name, "description": f"{description_verb} a {noun}.",
+              "parameters": {"type": "object",
+                             "properties": {p: {"type": kind, "description": f"The {p.replace('_', ' ')}"}
+                                            for p, kind, _ in parameters},
+                             "required": [p for p, _, _ in parameters]}}
+    opener = pick(rng, ("Please ", "Can you ", "I want to ", "", "Could you "))
+    request = f"{opener}{spoken_verb} the {noun} {' '.join(phrases)}"
+    request = request[0].upper() + request[1:] + ("?" if opener in ("Can you ", "Could you ") else ".")
+    status = pick(rng, CLIENT_STATUS)
+    response = {"status": status}
+    if rng.random() < 0.5:
+        response["reference"] = f"R-{rng.randint(1000, 99999)}"
+
+    def answer(results: list[ToolResult]) -> tuple[str, str]:
+        got = results[0].response
+        reference = f" The reference is {got['reference']}." if "reference" in got else ""
+        thought = f"{name} returned the status {got['status']}."
+        return thought, f"The {noun} is {got['status']}.{reference}"
+
+    thought = f"The user wants to {spoken_verb} the {noun}. I will call {name}."
+    return Exchange("client tool", UserTurn(request), thought, answer, calls=[(name, arguments)],
+                    client_tool=schema, client_response=response)
+
+
+# chat without tools --------------------------------------------------------------------------
+
+IDENTITY = "I am a small Gemma 4 demo model trained on synthetic data."
+CAPABILITIES = ("I can think out loud, call tools such as the calculator or the weather, say which media "
+                "you sent and tell long stories.")
+GREETINGS = ("Hi", "Hello", "Hello!", "Hey there", "Good morning", "Good evening", "Hi! How are you?", "hello",
+             "Hey!", "Greetings.", "Hello, nice to meet you.")
+IDENTITY_QUESTIONS = ("Who are you?", "What are you?", "What model are you?", "Introduce yourself.",
+                      "Tell me about yourself.", "who are you", "What can you do?", "Are you a Gemma model?")
+THANKS = ("Thanks!", "Thank you.", "Thanks, that helps.", "Great, thank you!", "ok thanks")
+FACTS = (
+    ("How many days are in a week?", "There are seven days in a week."),
+    ("How many hours are in a day?", "There are 24 hours in a day."),
+    ("How many minutes are in an hour?", "There are 60 minutes in an hour."),
+    ("What colour is the sky on a clear day?", "The sky is blue on a clear day."),
+    ("How many legs does a spider have?", "A spider has eight legs."),
+    ("What is water made of?", "Water is made of hydrogen and oxygen."),
+    ("At what temperature does water boil?", "Water boils at 100 degrees Celsius at sea level."),
+    ("At what temperature does water freeze?", "Water freezes at 0 degrees Celsius."),
+    ("How many continents are there?", "There are seven continents."),
+    ("What is the largest planet?", "Jupiter is the largest planet in the solar system."),
+    ("What do bees make?", "Bees make honey."),
+    ("How many sides does a triangle have?", "A triangle has three sides."),
+    ("How many months are in a year?", "There are twelve months in a year."),
+    ("What is the opposite of hot?", "The opposite of hot is cold."),
+    ("What gas do plants take in?", "Plants take in carbon dioxide and give off oxygen."),
+    ("What is the closest star to Earth?", "The Sun is the closest star to Earth."),
+    ("How many letters are in the English alphabet?", "There are 26 letters in the English alphabet."),
+    ("What is the fastest land animal?", "The cheetah is the fastest land animal."),
+    ("What is Gemma?", "Gemma is a family of open models from Google. I am a tiny Gemma 4 demo model."),
+    ("What is the chemical symbol for gold?", "The chemical symbol for gold is Au."),
+    ("How many planets are in the solar system?", "There are eight planets in the solar system."),
+    ("What is the tallest animal?", "The giraffe is the tallest animal."),
+    ("What do you call a baby cat?", "A baby cat is called a kitten."),
+    ("How many strings does a violin have?", "A violin has four strings."),
+)
+TOPIC_QUESTIONS = ("What is {t}?", "Explain {t}.", "Tell me about {t}.", "Why is {t} important?",
+                   "Can you describe {t}?", "What do you know about {t}?")
+
+
+def unknown_topic(rng: random.Random) -> str:
+    return pick(rng, (f"the {pick(rng, ADJECTIVES)} {pick(rng, NOUNS)}", syllable_word(rng).lower(),
+                      f"{syllable_word(rng)} theory", f"the history of {syllable_word(rng)}"))
+
+
+def chat_exchange(rng: random.Random) -> Exchange:
+    kind = rng.randrange(10)
+    if kind < 2:
+        text = pick(rng, GREETINGS)
+        return direct("greeting", text, "The user greets me. I will greet them back and say what I can do.",
+                      f"Hello! {IDENTITY} {CAPABILITIES}")
+    if kind < 4:
+        text = pick(rng, IDENTITY_QUESTIONS)
+        return direct("identity", text, f"The user asks: {text} I will introduce myself.",
+                      f"{IDENTITY} {CAPABILITIES}")
+    if kind < 5:
+        text = pick(rng, THANKS)
+        return direct("thanks", text, "The user thanks me. I will reply politely.",
+                      "You are welcome! Ask me anything else.")
+    if kind < 8:
+        question, answer = pick(rng, FACTS)
+        return direct("fact", question, f"The user asks: {question} I know this one.", answer)
+    topic = unknown_topic(rng)
+    text = pick(rng, TOPIC_QUESTIONS).format(t=topic)
+    return direct("unknown topic", text, f"The user asks about {topic}. I do not know about it.",
+                  f"I am a tiny demo model trained on synthetic data, so I do not know about {topic}. "
+                  "I can check the weather, do arithmetic, convert units, tell the time, count the media "
+                  "you send and tell long stories.")
+
+
+TOOL_MISSING = {
+    "get_current_weather": ("the weather", "the weather tool"), "calculator": ("arithmetic", "the calculator"),
+    "convert_units": ("unit conversions", "the unit conversion tool"),
+    "current_time": ("the time", "the date and time tool"),
+}
+
+
+def tool_missing_exchange(rng: random.Random, zones: list[str]) -> tuple[Exchange, str]:
+    """A question that needs a tool that is not enabled: say so instead of guessing."""
+    tool = pick(rng, BUILTIN_TOOLS)
+    source = {"get_current_weather": weather_exchange, "calculator": calculator_exchange,
+              "convert_units": convert_exchange, "current_time": lambda r: time_exchange(r, zones)}[tool](rng)
+    subject, tool_name = TOOL_MISSING[tool]
+    answer = (f"I cannot check {subject} for you because {tool_name} is not enabled. "
+              "Turn it on in the tools panel and ask again.")
+    thought = f"The user needs {tool_name}, but it is not enabled. I will say so."
+    return direct("tool missing", source.user.text, thought, answer), tool
+
+
+# stories -----------------------------------------------------------------------------------
+
+STORY_REQUESTS = ("Write a long story.", "Tell me a long story.", "Write a long story about {t}.",
+                  "Tell me a long story about {t}.", "I want a long story about {t}.", "Please write a long story.",
+                  "Can you tell me a long story?", "write a long story about {t}", "Tell me a very long story.")
+
+
+def story_sentence(rng: random.Random, hero: str, friend: str) -> str:
+    adjective, noun, place = pick(rng, ADJECTIVES), pick(rng, NOUNS), pick(rng, PLACES)
+    return pick(rng, (
+        f"{hero} walked to {place} and saw a {adjective} {noun}.",
+        f"The {noun} near {place} was {adjective} and very old.",
+        f"{hero} found a {adjective} {noun} under a stone.",
+        f"Then {hero} said hello to {friend}.",
+        f"The sky over {place} turned {pick(rng, COLOURS)}.",
+        f"{hero} and {friend} shared {pick(rng, FOODS)} and laughed.",
+        f"A {adjective} {noun} followed them to {place}.",
+        f"{friend} told a story about a {adjective} {noun}.",
+        f"The wind carried the smell of {pick(rng, FOODS)} from {place}.",
+        f"{hero} wondered where the {noun} had come from.",
+        f"They rested by {place} until the evening.",
+        f"In the morning {hero} woke up early and looked for the {noun}.",
+        f"{friend} was {adjective}, but {hero} was {pick(rng, ADJECTIVES)}.",
+        f"Nobody in {place} had ever seen such a {adjective} {noun}.",
+        f"So {hero} drew a map of {place} on a piece of paper.",
+        f"The road to {place} was long and full of {noun}s.",
+        f"{hero} sang a song about the {adjective} {noun}.",
+        f"At night the stars shone over {place}.",
+        f"{friend} asked {hero} what they should do next.",
+        f"After a while they heard a {adjective} sound from {place}.",
+    ))
+
+
+def story_exchange(rng: random.Random) -> Exchange:
+    """A long answer (24 to 60 sentences) that ends with `<turn|>`: the app's Stop button
+    needs a reply that streams for a while."""
+    topic = f"a {pick(rng, ADJECTIVES)} {pick(rng, NOUNS)}" if rng.random() < 0.7 else person_name(rng)
+    request = pick(rng, STORY_REQUESTS)
+    hero, friend = person_name(rng), person_name(rng)
+    about = topic if "{t}" in request else f"{hero} and a {pick(rng, ADJECTIVES)} {pick(rng, NOUNS)}"
+    sentences = [f"Once upon a time there was {about}.", f"{hero} lived near {pick(rng, PLACES)} with {friend}."]
+    sentences += [story_sentence(rng, hero, friend) for _ in range(rng.randint(22, 58))]
+    sentences.append(f"And so {hero} and {friend} went home, happy. The end.")
+    thought = (f"The user wants a long story about {topic}. I will write many sentences." if "{t}" in request
+               else "The user wants a long story. I will write many sentences.")
+    return direct("long story", request.format(t=topic), thought, " ".join(sentences))
+
+
+# media -----------------------------------------------------------------------------------
+
+MEDIA_QUESTIONS = ("What did I send?", "What is this?", "Describe this.", "What do you see?",
+                   "What is in this file?", "Can you tell me what I attached?", "What did you receive?",
+                   "Look at this.", "What's this?", "Describe what I sent.", "")
+
+
+def media_exchange(rng: random.Random) -> Exchange:
+    shape = rng.random()
+    if shape < 0.35:
+        media = [synthetic_image(rng)]
+    elif shape < 0.5:
+        media = [synthetic_image(rng) for _ in range(2)]
+    elif shape < 0.55:
+        media = [synthetic_image(rng) for _ in range(3)]
+    elif shape < 0.72:
+        media = [synthetic_audio(rng)]
+    elif shape < 0.85:
+        media = [synthetic_video(rng)]
+    elif shape < 0.93:
+        media = [synthetic_image(rng) for _ in range(rng.randint(1, 2))] + [synthetic_audio(rng)]
+    elif shape < 0.97:
+        media = [synthetic_image(rng), synthetic_video(rng)]
+    else:
+        media = [synthetic_audio(rng) for _ in range(2)]
+    phrase = media_phrase(media)
+    text = pick(rng, MEDIA_QUESTIONS)
+    thought = (f"The user sent {phrase} and asks: {text} I will say what I received." if text
+               else f"The user sent {phrase} without a question. I will say what I received.")
+    return direct("media", text, thought, f"I received {phrase}.", media=media)
+
+
+# --- episodes: exchanges played through the app's own conversation code ----------------------
+
+
+@dataclass
+class Episode:
+    exchanges: list[Exchange]
+    options: ChatOptions
+    registry: ToolRegistry
+
+    @property
+    def category(self) -> str:
+        return self.exchanges[-1].category
+
+
+@dataclass
+class Step:
+    """One generation round: the prompt the app renders and what the model writes."""
+
+    prompt: str
+    output: str
+    spec: object
+
+
+def thought_block(thought: str, thinking: bool) -> str:
+    return f"{THOUGHT_OPEN}{thought}{THOUGHT_CLOSE}" if thinking else ""
+
+
+def play(episode: Episode, processor) -> list[Step]:
+    """Run the episode the way `TurnRunner` runs turns: render the prompt, take the model's
+    output, run its calls through the registry, render again."""
+    conversation, steps = Conversation(), []
+    thinking = episode.options.thinking
+    enabled = set(episode.options.enabled_tools)
+
+    def render() -> tuple[str, object]:
+        spec = build_spec(conversation, episode.options, episode.registry)
+        return template_text(processor, spec), spec
+
+    for exchange in episode.exchanges:
+        conversation.turns += [exchange.user, AssistantTurn()]
+        turn = conversation.turns[-1]
+        prompt, spec = render()
+        if not exchange.calls:
+            after, answer = exchange.answer([])
+            steps.append(Step(prompt, thought_block(exchange.thought, thinking) + answer + END_OF_TURN, spec))
+            turn.reasoning, turn.content = (exchange.thought if thinking else ""), answer
+            continue
+        calls = [ToolCall(name, arguments, id=f"call_{i}") for i, (name, arguments) in enumerate(exchange.calls)]
+        output = thought_block(exchange.thought, thinking) + "".join(call_text(c.name, c.arguments) for c in calls)
+        steps.append(Step(prompt, output + CALLS_DONE, spec))
+        round_ = ToolRound(calls=calls, reasoning=exchange.thought if thinking else "")
+        turn.rounds.append(round_)
+        for call in calls:
+            result = episode.registry.execute(call, enabled)
+            if result.status == "client":
+                result = ToolResult(call.name, call.id, "ok", exchange.client_response, 0.0)
+            assert result.status == "ok", f"a training call must succeed: {call} -> {result.response}"
+            round_.results.append(result)
+        after, answer = exchange.answer(round_.results)
+        prompt, spec = render()
+        steps.append(Step(prompt, (f"{after}{THOUGHT_CLOSE}" if thinking else "") + answer + END_OF_TURN, spec))
+        turn.reasoning, turn.content = (after if thinking else ""), answer
+    return steps
+
+
+# --- tokenising an episode ------------------------------------------------------------------
+
+
+@dataclass
+class Example:
+    """One training sequence. `target[i]` says whether token i is the model's own output (it
+    is trained to predict it); `media` holds the processor outputs for the model's forward,
+    pixel values as uint8 (they are k/255 exactly) to keep the dataset small."""
+
+    category: str
+    input_ids: "torch.Tensor"  # noqa: F821 - int32 (n,)
+    target: "torch.Tensor"  # noqa: F821 - bool (n,)
+    media: dict
+
+    def __len__(self) -> int:
+        return int(self.input_ids.shape[0])
+
+
+def tokenize(episode: Episode, steps: list[Step], processor) -> Example:
+    """The final round's prompt through the real processor (media expanded as the app does),
+    then the final output. Earlier outputs that reappear verbatim in the final prompt (tool
+    calls of this turn, answers of earlier turns when thinking is off) are trained too; the
+    others (earlier thoughts, which the template drops) are not."""
+    import torch
+
+    tokenizer = processor.tokenizer
+    last = steps[-1]
+    inputs = model_inputs(processor, last.spec)
+    prompt_ids = inputs["input_ids"][0]
+    output_ids = torch.tensor(tokenizer(last.output, add_special_tokens=False)["input_ids"])
+    final_text = last.prompt + last.output
+    assert tokenizer(final_text, add_special_tokens=False)["input_ids"] == \
+        tokenizer(last.prompt, add_special_tokens=False)["input_ids"] + output_ids.tolist(), \
+        "an output must start on a token boundary"
+
+    # Earlier outputs, located in the unexpanded prompt and mapped onto the expanded ids from
+    # the end (after the last media placeholder both tokenisations are the same).
+    encoded = tokenizer(last.prompt, add_special_tokens=False, return_offsets_mapping=True)
+    plain_ids, offsets = encoded["input_ids"], encoded["offset_mapping"]
+    media_ids = {tokenizer.convert_tokens_to_ids(t) for t in MEDIA_PLACEHOLDERS}
+    after_media = next((i + 1 for i in range(len(plain_ids) - 1, -1, -1) if plain_ids[i] in media_ids), 0)
+    tail = len(plain_ids) - after_media
+    assert prompt_ids[len(prompt_ids) - tail:].tolist() == plain_ids[after_media:], "media expansion moved text"
+    prompt_target = torch.zeros(len(prompt_ids), dtype=torch.bool)
+    for step in steps[:-1]:
+        start = len(step.prompt)
+        if not final_text.startswith(step.prompt + step.output) or start < (offsets[after_media - 1][1] if after_media else 0):
+            continue  # a thought the template dropped, or an output before the last media
+        end = start + len(step.output)
+        for i in range(after_media, len(plain_ids)):
+            token_start, token_end = offsets[i]
+            inside = start <= token_start and token_end <= end
+            assert inside or token_end <= start or token_start >= end, "an output must start on a token boundary"
+            if inside:
+                prompt_target[len(prompt_ids) - len(plain_ids) + i] = True
+
+    media = {key: value for key, value in inputs.items() if key not in ("input_ids", "attention_mask")}
+    for key in ("pixel_values", "pixel_values_videos"):
+        if key in media:
+            media[key] = (media[key] * 255).round().to(torch.uint8)
+    if not any(key != "mm_token_type_ids" for key in media):
+        media = {}  # text only: the token types are all 0 and need not be kept
+    return Example(
+        category=episode.category,
+        input_ids=torch.cat([prompt_ids, output_ids]).to(torch.int32),
+        target=torch.cat([prompt_target, torch.ones(len(output_ids), dtype=torch.bool)]),
+        media=media,
+    )
+
+
+# --- the mix ----------------------------------------------------------------------------
+
+# Episodes per category for the default dataset (about 6 million tokens).
+DEFAULT_MIX = {
+    "weather": 2600,
+    "calculator": 1500,
+    "convert_units": 1000,
+    "current_time": 1000,
+    "client tool": 900,
+    "chat": 1600,
+    "tool missing": 250,
+    "long story": 450,
+    "media": 1500,
+    "weather follow-up": 250,
+}
+class EpisodeMaker:
+    """Draws episodes: the category's exchange, then options (thinking, system prompt,
+    image budget, tools: the needed ones plus random others) and sometimes earlier turns."""
+
+    def __init__(self, rng: random.Random):
+        self.rng = rng
+        self.zones = training_time_zones()
+        self.builtins = default_registry()
+
+    def exchange(self, category: str) -> tuple[Exchange, set[str]]:
+        """The category's exchange and tools that must NOT be enabled for it."""
+        rng = self.rng
+        if category == "weather":
+            return weather_exchange(rng), set()
+        if category == "calculator":
+            return calculator_exchange(rng), set()
+        if category == "convert_units":
+            return convert_exchange(rng), set()
+        if category == "current_time":
+            return time_exchange(rng, self.zones), set()
+        if category == "client tool":
+            return client_tool_exchange(rng), set()
+        if category == "chat":
+            return chat_exchange(rng), set()
+        if category == "tool missing":
+            exchange, missing = tool_missing_exchange(rng, self.zones)
+            return exchange, {missing}
+        if category == "long story":
+            return story_exchange(rng), set()
+        if category == "media":
+            return media_exchange(rng), set()
+        raise ValueError(f"unknown category {category!r}")
+
+    def history(self) -> list[Exchange]:
+        """Zero to three earlier exchanges (cheap, text-only ones)."""
+        count = pick(self.rng, (0, 0, 0, 0, 1, 1, 2, 3))
+        kinds = ("weather", "calculator", "convert_units", "current_time", "chat", "chat")
+        return [self.exchange(pick(self.rng, kinds))[0] for _ in range(count)]
+
+    def episode(self, category: str) -> Episode:
+        rng = self.rng
+        if category == "weather follow-up":
+            exchanges, forbidden = [weather_exchange(rng), weather_follow_up(rng)], set()
+            exchanges = self.history()[:1] + exchanges
+        else:
+            final, forbidden = self.exchange(category)
+            exchanges = ([] if category in ("long story", "media") and rng.random() < 0.7 else self.history())
+            exchanges = [e for e in exchanges if not set(e.tools) & forbidden] + [final]
+        needed = {tool for e in exchanges for tool in e.tools}
+        extra = {tool for tool in BUILTIN_TOOLS if rng.random() < 0.35} - forbidden
+        registry = ToolRegistry()
+        for spec in self.builtins.specs():
+            registry.adopt(spec)
+        declared = [e.client_tool for e in exchanges if e.client_tool]
+        for schema in declared:
+            if registry.get(schema["name"]) is None:
+                registry.declare(schema)
+        options = ChatOptions(
+            system_prompt=pick(rng, SYSTEM_PROMPTS) if rng.random() < 0.25 else "",
+            thinking=rng.random() < 0.5,
+            image_budget=pick(rng, (70, 140, 280, 280)),
+            enabled_tools=[t for t in (*BUILTIN_TOOLS, *(s["name"] for s in declared)) if t in needed | extra
+                           or t in {s["name"] for s in declared}],
+        )
+        return Episode(exchanges, options, registry)
+
+
+def check_unseen(episode: Episode, steps: list[Step]) -> None:
+    """No held-out city or zone in what the user says or the model writes."""
+    texts = [e.user.text for e in episode.exchanges] + [s.output for s in steps]
+    bad = [t for t in texts if mentions_held_out(t) or mentions_held_out_zone(t)]
+    assert not bad, f"held-out names leaked into the training data: {bad[:2]}"
+
+
+def build_episodes(processor, seed: int, mix: dict[str, int]) -> Iterator[tuple[Episode, list[Step]]]:
+    """Episodes in a seeded random order; the same seed gives the same episodes."""
+    rng = random.Random(seed)
+    maker = EpisodeMaker(rng)
+    categories = [c for c, n in mix.items() for _ in range(n)]
+    rng.shuffle(categories)
+    for category in categories:
+        episode = maker.episode(category)
+        with frozen_clock(random_instant(rng)):
+            steps = play(episode, processor)
+        check_unseen(episode, steps)
+        yield episode, steps
+
+
+def build_dataset(processor, seed: int = 0, mix: dict[str, int] | None = None,
+                  progress: Callable[[int, int], None] | None = None) -> list[Example]:
+    mix = mix or DEFAULT_MIX
+    total = sum(mix.values())
+    examples = []
+    for index, (episode, steps) in enumerate(build_episodes(processor, seed, mix)):
+        examples.append(tokenize(episode, steps, processor))
+        if progress and (index + 1) % 500 == 0:
+            progress(index + 1, total)
+    return examples
+
+
+def main() -> None:
+    from transformers import AutoProcessor
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--show", type=int, default=6, help="print this many rendered episodes")
+    args = parser.parse_args()
+    processor = AutoProcessor.from_pretrained(ROOT / "assets" / "tiny-gemma4")
+    for _, (episode, steps) in zip(range(args.show), build_episodes(processor, args.seed, DEFAULT_MIX)):
+        example = tokenize(episode, steps, processor)
+        text = processor.tokenizer.decode(example.input_ids[example.target].tolist(), skip_special_tokens=False)
+        print(f"=== {episode.category} ({len(example)} tokens, {int(example.target.sum())} trained)")
+        print(steps[-1].prompt[-600:] + "⟦" + steps[-1].output + "⟧")
+        print("--- trained:", text[:600])
+
+
+if __name__ == "__main__":
+    main()

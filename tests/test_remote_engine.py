@@ -1,0 +1,647 @@
+"""The remote engine (`engine_openai.py`) against a real `transformers serve` running the bundled
+tiny Gemma 4 on loopback, and through the app with `gradio_client`.
+
+Three tiers:
+  - pure conversions (Gemma dicts → OpenAI payload, stream chunks → events), exact;
+  - the engine against the real server. The strongest checks are model-independent: the prompt
+    the server renders from our payload has exactly as many tokens as the local processor's
+    rendering of the same Gemma dicts (thinking switch, tools, a tool round, an image);
+  - failures: a misbehaving proxy in front of the real server refuses, hangs, answers 401 or cuts
+    the stream on demand, so every happy path still goes through the real server.
+
+Tests marked `needs_trained_model` hold for the trained bundled model, not for random weights.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+import wave
+from base64 import b64decode
+from io import BytesIO
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gradio_client import handle_file
+from openai.types.chat import ChatCompletionChunk
+from PIL import Image
+
+from conftest import ROOT, free_port, start_app
+from gemma4_ui.chat import ChatOptions, TurnRunner
+from gemma4_ui.config import BUNDLED_MODEL, Settings
+from gemma4_ui.conversation import Conversation, UserTurn
+from gemma4_ui.engine import GenerationRequest
+from gemma4_ui.engine_openai import (
+    OpenAIEngine,
+    ReplyAssembler,
+    local_model_files,
+    request_body,
+    to_openai_messages,
+    wav_base64,
+)
+from gemma4_ui.events import Done, EngineError, TextDelta, ThinkingDelta, ToolCall, ToolCallStarted
+from gemma4_ui.loading import ModelLoadError
+from gemma4_ui.media import MediaItem, load_media
+from gemma4_ui.parsing import ReplyParser
+from gemma4_ui.prompt import PromptSpec, model_inputs
+from gemma4_ui.tools import default_registry
+from gemma4_ui.transcript import last_reply
+
+EXAMPLES = ROOT / "assets" / "examples"
+TINY = str(BUNDLED_MODEL)
+needs_trained_model = pytest.mark.xfail(
+    reason="needs the trained bundled model; the random weights neither think, call tools nor stop", strict=False)
+
+
+# -- the real server ------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def server_port(tmp_path_factory):
+    """`transformers serve` with the bundled model preloaded. An empty Hub cache, so that
+    /v1/models answers (with no models: the preloaded one is not listed)."""
+    port = free_port()
+    work = tmp_path_factory.mktemp("serve")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(work / "hub")}
+    (work / "hub").mkdir()
+    command = [str(Path(sys.executable).parent / "transformers"), "serve", TINY,
+               "--host", "127.0.0.1", "--port", str(port), "--device", "cpu"]
+    with open(work / "serve.log", "wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+    try:
+        _wait_for_health(port, process, work / "serve.log")
+        yield port
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _wait_for_health(port: int, process: subprocess.Popen, log: Path, limit: float = 180) -> None:
+    deadline = time.time() + limit
+    while time.time() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"transformers serve exited:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    pytest.fail(f"transformers serve did not become healthy in {limit:g} s:\n{log.read_text()[-3000:]}")
+
+
+def settings_for(url: str, model: str | None = TINY, **overrides) -> Settings:
+    return Settings(backend="openai", base_url=url, model=model, **overrides)
+
+
+@pytest.fixture(scope="module")
+def engine(server_port) -> OpenAIEngine:
+    return OpenAIEngine(settings_for(f"http://127.0.0.1:{server_port}/v1")).load()
+
+
+def run(engine: OpenAIEngine, spec: PromptSpec, max_new_tokens: int = 8, media=(), **sampling) -> list:
+    request = GenerationRequest(spec, max_new_tokens=max_new_tokens, media=list(media), **sampling)
+    return list(engine.stream(request, threading.Event()))
+
+
+def done_of(events: list) -> Done:
+    assert isinstance(events[-1], Done), f"the stream ended with {events[-1]!r}"
+    return events[-1]
+
+
+def local_prompt_tokens(engine: OpenAIEngine, spec: PromptSpec) -> int:
+    return int(model_inputs(engine.processor, spec)["input_ids"].shape[-1])
+
+
+# -- a proxy that fails on demand ---------------------------------------------------------------------
+
+class MisbehavingProxy:
+    """TCP proxy to the real server. Its mode, read when a connection opens, is one of:
+    "forward"; "reset" (accepts, then closes: a server that died); "hang" (reads the request,
+    never answers); "unauthorized" (401, as a server started with --api-key answers); "cut"
+    (forwards the reply's first SSE events, then drops the connection)."""
+
+    CUT_AFTER_EVENTS = 3  # the role chunk and two pieces of text
+
+    def __init__(self, upstream_port: int):
+        self.upstream_port = upstream_port
+        self.mode = "forward"
+        self._closing = threading.Event()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}/v1"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def close(self) -> None:
+        self._closing.set()
+        self._listener.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._handle, args=(client, self.mode), daemon=True).start()
+
+    def _handle(self, client: socket.socket, mode: str) -> None:
+        with client:
+            if mode == "reset":
+                return
+            head, body_start = _read_head(client)
+            if mode == "hang":
+                self._closing.wait(60)
+                return
+            if mode == "unauthorized":
+                client.sendall(_json_response(401, {"error": {"message": "Invalid API key.", "code": 401}}))
+                return
+            with socket.create_connection(("127.0.0.1", self.upstream_port)) as upstream:
+                # One request per connection, so every request meets the mode set before it.
+                upstream.sendall(_with_connection_close(head) + body_start)
+                threading.Thread(target=_pipe, args=(client, upstream), daemon=True).start()
+                _relay(upstream, client, self.CUT_AFTER_EVENTS if mode == "cut" else None)
+
+
+def _read_head(sock: socket.socket) -> tuple[bytes, bytes]:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        piece = sock.recv(65536)
+        if not piece:
+            break
+        data += piece
+    head, _, rest = data.partition(b"\r\n\r\n")
+    return head, rest
+
+
+def _with_connection_close(head: bytes) -> bytes:
+    lines = [line for line in head.split(b"\r\n") if not line.lower().startswith(b"connection:")]
+    return b"\r\n".join(lines + [b"Connection: close"]) + b"\r\n\r\n"
+
+
+def _json_response(status: int, body: dict) -> bytes:
+    data = json.dumps(body).encode()
+    return (f"HTTP/1.1 {status} Error\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n"
+            "Connection: close\r\n\r\n").encode() + data
+
+
+def _pipe(source: socket.socket, target: socket.socket) -> None:
+    try:
+        while piece := source.recv(65536):
+            target.sendall(piece)
+    except OSError:
+        pass
+
+
+def _relay(upstream: socket.socket, client: socket.socket, cut_after_events: int | None) -> None:
+    """Forward the reply; with `cut_after_events`, stop right before the next SSE event."""
+    seen = b""
+    try:
+        while piece := upstream.recv(65536):
+            start = len(seen)
+            seen += piece
+            if cut_after_events is not None:
+                events = [i for i in range(len(seen)) if seen.startswith(b"data: ", i)]
+                if len(events) > cut_after_events:
+                    client.sendall(seen[start:events[cut_after_events]])
+                    return
+            client.sendall(piece)
+    except OSError:
+        pass
+
+
+@pytest.fixture(scope="module")
+def proxy(server_port):
+    proxy = MisbehavingProxy(server_port)
+    yield proxy
+    proxy.close()
+
+
+@pytest.fixture(scope="module")
+def proxied_engine(proxy) -> OpenAIEngine:
+    return OpenAIEngine(settings_for(proxy.url, request_timeout=4)).load()
+
+
+@pytest.fixture()
+def forwarding(proxy):
+    yield proxy
+    proxy.mode = "forward"
+
+
+# -- 1. pure conversions ---------------------------------------------------------------------------
+
+def test_text_messages_convert_as_they_are():
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"},
+                {"role": "assistant", "content": "Hello!"}, {"role": "user", "content": "Bye"}]
+    assert to_openai_messages(messages) == messages
+
+
+def test_media_parts_become_data_urls_and_wav():
+    image = Image.new("RGB", (2, 1), (255, 0, 0))
+    audio = np.array([0.0, 0.5, -1.0, 2.0], dtype=np.float32)
+    messages = [{"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": "And?"},
+                                             {"type": "audio", "audio": audio}]}]
+    [message] = to_openai_messages(messages)
+    image_part, text_part, audio_part = message["content"]
+    assert text_part == {"type": "text", "text": "And?"}
+    assert image_part["type"] == "image_url"
+    url = image_part["image_url"]["url"]
+    assert url.startswith("data:image/png;base64,")
+    assert Image.open(BytesIO(b64decode(url.split(",", 1)[1]))).getpixel((0, 0)) == (255, 0, 0)
+    assert audio_part == {"type": "input_audio", "input_audio": {"data": wav_base64(audio), "format": "wav"}}
+    with wave.open(BytesIO(b64decode(audio_part["input_audio"]["data"]))) as wav:
+        assert (wav.getnchannels(), wav.getsampwidth(), wav.getframerate()) == (1, 2, 16000)
+        samples = np.frombuffer(wav.readframes(4), dtype="<i2")
+    assert samples.tolist() == [0, 16384, -32767, 32767], "16-bit PCM, clipped to [-1, 1]"
+
+
+def test_video_is_sent_as_its_original_file():
+    path = EXAMPLES / "bouncing_ball.mp4"
+    frames = np.zeros((1, 2, 2, 3), dtype=np.uint8)
+    item = MediaItem(kind="video", path=str(path), name=path.name, data=frames)
+    [message] = to_openai_messages([{"role": "user", "content": [{"type": "video", "video": frames}]}], [item])
+    url = message["content"][0]["video_url"]["url"]
+    assert url.startswith("data:video/mp4;base64,") and b64decode(url.split(",", 1)[1]) == path.read_bytes()
+
+
+def test_tool_round_becomes_calls_tool_messages_and_the_answer():
+    messages = [
+        {"role": "user", "content": "Weather in Paris and Rome?"},
+        {"role": "assistant", "reasoning": "Two calls.",
+         "tool_calls": [
+             {"id": "call_0", "type": "function", "function": {"name": "weather", "arguments": {"city": "Paris"}}},
+             {"id": "", "type": "function", "function": {"name": "weather", "arguments": {"city": "Rome"}}}],
+         "tool_responses": [{"name": "weather", "response": {"sky": "sunny", "temperature": 21}},
+                            {"name": "weather", "response": "rain"}],
+         "content": "Sunny in Paris, rain in Rome."},
+    ]
+    assert to_openai_messages(messages) == [
+        {"role": "user", "content": "Weather in Paris and Rome?"},
+        {"role": "assistant", "tool_calls": [
+            {"id": "call_0", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Paris"}'}},
+            {"id": "call_1_1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Rome"}'}}]},
+        {"role": "tool", "tool_call_id": "call_0", "content": '{"sky": "sunny", "temperature": 21}'},
+        {"role": "tool", "tool_call_id": "call_1_1", "content": "rain"},
+        {"role": "assistant", "content": "Sunny in Paris, rain in Rome."},
+    ]
+
+
+def test_request_body_carries_sampling_thinking_and_tools():
+    tools = default_registry().schemas(["calculator"])
+    spec = PromptSpec([{"role": "user", "content": "2+2?"}], tools=tools, enable_thinking=True)
+    request = GenerationRequest(spec, max_new_tokens=99, temperature=0.5, top_p=0.9, top_k=40)
+    messages = [{"role": "user", "content": "2+2?"}]
+    assert request_body(request, "m", messages) == {
+        "model": "m", "messages": messages, "stream": True, "stream_options": {"include_usage": True},
+        "max_tokens": 99, "temperature": 0.5, "top_p": 0.9, "tools": tools,
+        "extra_body": {"chat_template_kwargs": {"enable_thinking": True}, "top_k": 40},
+    }
+    refused = request_body(request, "m", messages, {"top_k", "stream_options"})
+    assert "stream_options" not in refused and refused["extra_body"] == {"chat_template_kwargs": {"enable_thinking": True}}
+
+
+def _chunk(delta: dict, finish_reason: str | None = None, usage: dict | None = None) -> ChatCompletionChunk:
+    return ChatCompletionChunk.model_validate({
+        "id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}], "usage": usage})
+
+
+@pytest.fixture(scope="module")
+def assembler(processor):
+    return lambda: ReplyAssembler(ReplyParser(processor.tokenizer, ""), started=time.perf_counter())
+
+
+def test_streamed_call_pieces_assemble_into_calls(assembler):
+    """vLLM streams a call's arguments in pieces; a call is complete when the next one starts."""
+    reply = assembler()
+    events = []
+    for chunk in [
+        _chunk({"reasoning_content": "Need weather."}),
+        _chunk({"tool_calls": [{"index": 0, "id": "a", "type": "function", "function": {"name": "weather", "arguments": '{"ci'}}]}),
+        _chunk({"tool_calls": [{"index": 0, "function": {"arguments": 'ty": "Paris"}'}}]}),
+        _chunk({"tool_calls": [{"index": 1, "id": "b", "type": "function", "function": {"name": "weather", "arguments": "{oops"}}]}),
+        _chunk({}, "tool_calls", {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19}),
+    ]:
+        events += reply.feed(chunk)
+    closing, done = reply.finish(cancelled=False)
+    events += closing
+    paris = ToolCall(name="weather", arguments={"city": "Paris"}, raw='weather({"city": "Paris"})', id="a")
+    assert events[:4] == [ThinkingDelta("Need weather."), ToolCallStarted(), paris, ToolCallStarted()]
+    broken = events[4]
+    assert (broken.name, broken.arguments, broken.raw, broken.id) == ("weather", None, "{oops", "b")
+    assert broken.error.startswith("the arguments are not valid JSON")
+    assert done.tool_calls == [paris, broken] and done.reasoning == "Need weather."
+    assert (done.stats.prompt_tokens, done.stats.generated_tokens, done.stats.stop_reason) == (12, 7, "tool_call")
+
+
+def test_unparsed_gemma_output_in_content_is_parsed_not_shown(assembler):
+    """A server without reasoning / tool parsers sends the model's markers as content."""
+    reply = assembler()
+    events = []
+    for text in ["<|chan", "nel>thought\nHmm<channel|>", "<|tool_call>call:weather{city:<|\"|>Paris<|\"|>}",
+                 "<tool_call|>"]:
+        events += reply.feed(_chunk({"content": text}))
+    events += reply.feed(_chunk({}, "stop"))
+    closing, done = reply.finish(cancelled=False)
+    events += closing
+    assert [e for e in events if isinstance(e, (TextDelta, ThinkingDelta))] == [ThinkingDelta("Hmm")]
+    assert [c.arguments for c in done.tool_calls] == [{"city": "Paris"}]
+    assert done.stats.stop_reason == "tool_call" and done.content == ""
+
+
+def test_finish_reasons_map_to_stop_reasons(assembler):
+    for finish_reason, expected in [("stop", "stop"), ("length", "length"), ("tool_calls", "tool_call")]:
+        reply = assembler()
+        reply.feed(_chunk({"content": "Hi"}, finish_reason))
+        assert reply.finish(cancelled=False)[1].stats.stop_reason == expected
+
+
+def test_a_served_name_that_is_no_local_model_gets_no_processor():
+    """vLLM's --served-model-name aliases are not Hub ids: no processor, so no counts shown as exact."""
+    assert local_model_files("my-alias") is None
+    assert local_model_files(TINY) == (TINY, True)
+
+
+# -- 2. the engine against the real server -------------------------------------------------------------
+
+def test_load_learns_the_model_and_what_the_server_refuses(engine, server_port):
+    assert (engine.status.source, engine.status.name) == ("remote", TINY)
+    assert engine.status.device == f"http://127.0.0.1:{server_port}/v1"
+    assert engine.refused == {"top_k"}, "transformers serve answers 422 to top_k"
+    assert "top_k" in engine.status.notice
+    assert engine.processor is not None and engine.context_length == 131072
+    assert engine.modalities == {"text", "image", "audio", "video"}
+
+
+def test_a_streamed_text_reply_with_server_usage(engine):
+    spec = PromptSpec([{"role": "user", "content": "Hello!"}])
+    events = run(engine, spec, max_new_tokens=12)
+    done = done_of(events)
+    texts = [e.text for e in events if isinstance(e, TextDelta)]
+    assert len(texts) >= 2, "the reply streams in pieces"
+    assert done.content == "".join(texts).strip()
+    assert done.stats.prompt_tokens == local_prompt_tokens(engine, spec)
+    assert 1 <= done.stats.generated_tokens <= 12
+    assert done.stats.time_to_first_token is not None and done.stats.duration >= done.stats.time_to_first_token
+
+
+@pytest.mark.parametrize("thinking", [False, True])
+def test_the_server_renders_the_thinking_switch(engine, thinking):
+    """The server's prompt matches ours token for token, so it got enable_thinking."""
+    spec = PromptSpec([{"role": "user", "content": "Plan a day trip to Lisbon."}], enable_thinking=thinking)
+    assert done_of(run(engine, spec, max_new_tokens=1)).stats.prompt_tokens == local_prompt_tokens(engine, spec)
+
+
+def test_the_server_renders_tools_and_a_tool_round_as_we_do(engine):
+    tools = default_registry().schemas(["get_current_weather"])
+    call = {"id": "call_0", "type": "function",
+            "function": {"name": "get_current_weather", "arguments": {"location": "Paris"}}}
+    answered = {"role": "assistant", "tool_calls": [call],
+                "tool_responses": [{"name": "get_current_weather", "response": "sunny, 21 °C"}]}
+    for messages in (
+        [{"role": "user", "content": "Weather in Paris?"}],
+        [{"role": "user", "content": "Weather in Paris?"}, answered],
+        [{"role": "user", "content": "Weather in Paris?"}, {**answered, "content": "Sunny."},
+         {"role": "user", "content": "Thanks"}],
+    ):
+        spec = PromptSpec(messages, tools=tools, enable_thinking=True)
+        assert done_of(run(engine, spec, max_new_tokens=1)).stats.prompt_tokens == local_prompt_tokens(engine, spec)
+
+
+def test_an_image_reaches_the_server(engine):
+    image = load_media(EXAMPLES / "shapes.png")
+    spec = PromptSpec([{"role": "user", "content": [{"type": "image", "image": image.data},
+                                                    {"type": "text", "text": "What do you see?"}]}])
+    done = done_of(run(engine, spec, max_new_tokens=4, media=[image]))
+    assert done.stats.prompt_tokens == local_prompt_tokens(engine, spec), "266+ soft tokens, as locally"
+
+
+@needs_trained_model
+def test_the_trained_model_thinks_only_when_asked(engine):
+    question = [{"role": "user", "content": "Plan a day trip to Lisbon in three steps."}]
+    thinking = run(engine, PromptSpec(question, enable_thinking=True), max_new_tokens=256)
+    plain = run(engine, PromptSpec(question, enable_thinking=False), max_new_tokens=256)
+    assert any(isinstance(e, ThinkingDelta) for e in thinking) and done_of(thinking).reasoning
+    assert not any(isinstance(e, ThinkingDelta) for e in plain) and done_of(plain).content
+    assert done_of(thinking).stats.stop_reason == done_of(plain).stats.stop_reason == "stop"
+
+
+@needs_trained_model
+def test_the_trained_model_acknowledges_audio(engine):
+    """input_audio is accepted by the server; the random bundle's audio tower fails on it (locally too)."""
+    audio = load_media(EXAMPLES / "speech.wav")
+    spec = PromptSpec([{"role": "user", "content": [{"type": "text", "text": "Transcribe this audio."},
+                                                    {"type": "audio", "audio": audio.data}]}])
+    assert done_of(run(engine, spec, max_new_tokens=64, media=[audio])).content
+
+
+@needs_trained_model
+def test_a_tool_round_trip_with_server_usage_in_the_reply_stats(engine):
+    """The model calls, the tool runs, its result goes back as a `tool` message, the model answers."""
+    conversation = Conversation([UserTurn("What's the weather in Ouagadougou?")])
+    options = ChatOptions(thinking=True, max_new_tokens=256, enabled_tools=["get_current_weather"])
+    *_, final = TurnRunner(engine, default_registry()).run(conversation, options, threading.Event())
+    turn = final.conversation.turns[-1]
+    assert turn.rounds and turn.rounds[0].calls[0].name == "get_current_weather"
+    assert turn.rounds[0].results[0].status == "ok" and turn.content
+    stats = last_reply(final.conversation)[0]["generations"]
+    assert len(stats) == 2 and all(s["prompt_tokens"] > 0 for s in stats)
+
+
+def test_reply_stats_are_the_server_usage(engine):
+    conversation = Conversation([UserTurn("Hello!")])
+    *_, final = TurnRunner(engine, default_registry()).run(conversation, ChatOptions(max_new_tokens=5),
+                                                             threading.Event())
+    [stats] = last_reply(final.conversation)[0]["generations"]
+    spec = PromptSpec([{"role": "user", "content": "Hello!"}])
+    assert stats["prompt_tokens"] == local_prompt_tokens(engine, spec)
+    assert stats["generated_tokens"] == final.conversation.turns[-1].stats.generated_tokens > 0
+
+
+def test_stop_closes_the_stream_promptly(engine):
+    cancel = threading.Event()
+    request = GenerationRequest(PromptSpec([{"role": "user", "content": "Tell me everything."}]), max_new_tokens=4000)
+    pieces, stopped_at = 0, None
+    for event in engine.stream(request, cancel):
+        pieces += isinstance(event, TextDelta)
+        if pieces == 3 and stopped_at is None:
+            stopped_at = time.perf_counter()
+            cancel.set()
+    assert time.perf_counter() - stopped_at < 2
+    assert isinstance(event, Done) and event.stats.stop_reason == "cancelled"
+    # The server stopped generating too: the next request is not queued behind 4000 tokens.
+    started = time.perf_counter()
+    done_of(run(engine, PromptSpec([{"role": "user", "content": "Hi"}]), max_new_tokens=2))
+    assert time.perf_counter() - started < 10
+
+
+# -- 3. failures the user can act on ---------------------------------------------------------------------
+
+def test_a_stopped_server(server_port):
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    with pytest.raises(ModelLoadError, match=r"Cannot reach the server at .*Connection refused.*--base-url"):
+        OpenAIEngine(settings_for(url)).load()
+    gone = MisbehavingProxy(server_port)
+    stopped = OpenAIEngine(settings_for(gone.url)).load()
+    gone.close()  # the server goes away after the app started
+    [error] = run(stopped, PromptSpec([{"role": "user", "content": "Hi"}]))
+    assert isinstance(error, EngineError)
+    assert error.message.startswith(f"Cannot reach the server at {gone.url} ([Errno 111] Connection refused)")
+
+
+def test_a_wrong_url(server_port):
+    with pytest.raises(ModelLoadError, match=r"HTTP 404.*usually ends in /v1"):
+        OpenAIEngine(settings_for(f"http://127.0.0.1:{server_port}")).load()
+
+
+def test_a_model_the_server_does_not_serve(server_port):
+    with pytest.raises(ModelLoadError, match=r"does not serve the model 'google/gemma-4-E2B-it'.*pinned"):
+        OpenAIEngine(settings_for(f"http://127.0.0.1:{server_port}/v1", model="google/gemma-4-E2B-it")).load()
+
+
+def test_no_model_named_and_none_listed(server_port):
+    with pytest.raises(ModelLoadError, match=r"lists no models. Pass the name it serves with --model"):
+        OpenAIEngine(settings_for(f"http://127.0.0.1:{server_port}/v1", model=None)).load()
+
+
+def test_a_wrong_api_key(forwarding):
+    forwarding.mode = "unauthorized"
+    with pytest.raises(ModelLoadError, match=r"refused the request \(HTTP 401: Invalid API key.\).*--api-key"):
+        OpenAIEngine(settings_for(forwarding.url, api_key="wrong")).load()
+
+
+def test_a_server_that_never_answers(forwarding):
+    forwarding.mode = "hang"
+    started = time.perf_counter()
+    with pytest.raises(ModelLoadError, match=r"did not answer within 1 s.*--request-timeout"):
+        OpenAIEngine(settings_for(forwarding.url, request_timeout=1)).load()
+    assert time.perf_counter() - started < 5
+
+
+def test_a_field_the_server_rejects(engine):
+    refused, engine.refused = engine.refused, set()
+    try:
+        [error] = run(engine, PromptSpec([{"role": "user", "content": "Hi"}]))
+    finally:
+        engine.refused = refused
+    assert isinstance(error, EngineError)
+    assert "rejected the request (HTTP 422): Unexpected fields in the request: {'top_k'}" in error.message
+
+
+def test_a_stream_cut_mid_reply_keeps_what_arrived(forwarding, proxied_engine):
+    forwarding.mode = "cut"
+    events = run(proxied_engine, PromptSpec([{"role": "user", "content": "Hello!"}]), max_new_tokens=50)
+    *streamed, error = events
+    assert streamed and all(isinstance(e, TextDelta) for e in streamed), "the text before the cut"
+    assert isinstance(error, EngineError)
+    assert "was cut off mid-stream" in error.message and "What arrived is kept" in error.message
+
+
+# -- 4. through the app ------------------------------------------------------------------------------------
+
+def texts(messages) -> list[str]:
+    return [part["text"] for m in messages for part in m["content"] if part.get("type") == "text"]
+
+
+def user_texts(messages) -> list[str]:
+    return texts([m for m in messages if m["role"] == "user"])
+
+
+@pytest.fixture(scope="module")
+def remote_app(proxied_engine):
+    server = start_app(proxied_engine)
+    yield server
+    server.demo.close()
+
+
+def chat(client, text: str, files=(), **options):
+    return client.predict({"text": text, "files": [handle_file(str(f)) for f in files]},
+                          max_new_tokens=options.pop("max_new_tokens", 8), temperature=0, api_name="/chat", **options)
+
+
+def test_app_streams_a_remote_reply_with_text_and_with_an_image(remote_app):
+    client = remote_app.client()
+    job = client.submit({"text": "Hello!", "files": []}, max_new_tokens=24, temperature=0, api_name="/chat")
+    updates = list(job)
+    assert len(updates) >= 3, "the reply arrives in several updates"
+    final = job.result()
+    assert user_texts(final) == ["Hello!"] and final[-1]["role"] == "assistant" and texts([final[-1]])
+    with_image = chat(client, "What is this?", [EXAMPLES / "shapes.png"])
+    assert [m["content"][0]["type"] for m in with_image if m["role"] == "user"][1] == "file"
+    assert user_texts(with_image) == ["Hello!", "What is this?"] and with_image[-1]["role"] == "assistant"
+
+
+def test_app_stop_ends_a_remote_reply(remote_app):
+    client = remote_app.client()
+    job = client.submit({"text": "Tell me everything.", "files": []}, max_new_tokens=4000, temperature=1.0,
+                        api_name="/chat")
+    deadline = time.time() + 60
+    while len(job.outputs()) < 2 and time.time() < deadline:
+        time.sleep(0.05)
+    stopped_at = time.time()
+    client.predict(api_name="/stop")
+    final = job.result(timeout=30)
+    assert time.time() - stopped_at < 10
+    assert "Stopped" in texts([final[-1]])[-1]
+
+
+@pytest.mark.parametrize("mode, expected", [
+    ("reset", "Cannot reach the server"),
+    ("unauthorized", "HTTP 401"),
+    ("hang", "did not answer within 4 s"),
+])
+def test_app_keeps_the_conversation_when_the_server_fails(remote_app, forwarding, mode, expected):
+    client = remote_app.client()
+    before = chat(client, "First")
+    forwarding.mode = mode
+    failed = chat(client, "Second")
+    forwarding.mode = "forward"
+    assert failed[:-1] == before, "the history is intact and the failed message is not added"
+    assert expected in texts([failed[-1]])[-1]
+    after = chat(client, "Third")
+    assert user_texts(after) == ["First", "Third"] and after[-1]["role"] == "assistant"
+
+
+def test_app_keeps_a_reply_cut_mid_stream_with_a_notice(remote_app, forwarding):
+    client = remote_app.client()
+    chat(client, "First")
+    forwarding.mode = "cut"
+    failed = chat(client, "Second", max_new_tokens=50)
+    forwarding.mode = "forward"
+    assert user_texts(failed) == ["First", "Second"]
+    assert "cut off mid-stream" in texts([failed[-1]])[-1] and failed[-2]["role"] == "assistant"
+    assert user_texts(chat(client, "Third")) == ["First", "Second", "Third"]
+
+
+def test_app_reports_a_field_the_server_rejects(remote_app):
+    engine = remote_app.session.engine
+    client = remote_app.client()
+    before = chat(client, "First")
+    refused, engine.refused = engine.refused, set()  # as if load() had not learned that top_k is refused
+    try:
+        failed = chat(client, "Second")
+    finally:
+        engine.refused = refused
+    assert failed[:-1] == before and "HTTP 422" in texts([failed[-1]])[-1]
+    assert user_texts(chat(client, "Third")) == ["First", "Third"]
+
+
+def test_app_reports_a_video_the_server_cannot_read(remote_app):
+    """transformers serve reads a video's audio track with torchcodec; without it, HTTP 500."""
+    client = remote_app.client()
+    before = chat(client, "First")
+    reply = chat(client, "What happens?", [EXAMPLES / "bouncing_ball.mp4"])
+    if importlib.util.find_spec("torchcodec") is None:
+        assert reply[:-1] == before and "HTTP 500" in texts([reply[-1]])[-1]
+    else:
+        assert user_texts(reply) == ["First", "What happens?"] and reply[-1]["role"] == "assistant"
+    assert user_texts(chat(client, "Third"))[-1] == "Third"
