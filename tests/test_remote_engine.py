@@ -493,7 +493,8 @@ def test_a_stopped_server(server_port):
     gone = MisbehavingProxy(server_port)
     stopped = OpenAIEngine(settings_for(gone.url)).load()
     gone.close()  # the server goes away after the app started
-    [error] = run(stopped, PromptSpec([{"role": "user", "content": "Hi"}]))
+    events = run(stopped, PromptSpec([{"role": "user", "content": "Hi"}])); print(events)
+    [error] = events
     assert isinstance(error, EngineError)
     assert error.message.startswith(f"Cannot reach the server at {gone.url} ([Errno 111] Connection refused)")
 

@@ -1,0 +1,83 @@
+"""The canonical conversation rendered at its two edges: Gemma 4 message dicts and the chat."""
+
+from __future__ import annotations
+
+from gemma4_ui.chat import Live
+from gemma4_ui.conversation import AssistantTurn, Conversation, ToolRound, UserTurn, to_gemma_messages
+from gemma4_ui.display import render
+from gemma4_ui.events import ToolCall
+from gemma4_ui.media import load_media
+from gemma4_ui.tools import ToolResult
+
+from conftest import ROOT
+
+EXAMPLES = ROOT / "assets" / "examples"
+
+
+def media(*names):
+    return [load_media(str(EXAMPLES / n)) for n in names]
+
+
+def test_images_and_video_before_text_audio_after():
+    turn = UserTurn("What is this?", media("speech.wav", "shapes.png", "bouncing_ball.mp4"))
+    (message,) = to_gemma_messages(Conversation([turn]))
+    assert [part["type"] for part in message["content"]] == ["image", "video", "text", "audio"]
+
+
+def test_a_tool_round_is_one_gemma_native_message_with_the_answer():
+    call = ToolCall("calculator", {"expression": "2+2"}, id="call_0")
+    result = ToolResult("calculator", "call_0", "ok", {"result": 4}, 0.0)
+    conversation = Conversation([UserTurn("2+2?"),
+                                 AssistantTurn(rounds=[ToolRound([call], [result], reasoning="Add.")],
+                                               content="4", reasoning="Done.")])
+    messages = to_gemma_messages(conversation, system_prompt="Be brief.")
+    assert messages[0] == {"role": "system", "content": "Be brief."}
+    assert messages[2] == {
+        "role": "assistant",
+        "tool_calls": [{"id": "call_0", "type": "function",
+                        "function": {"name": "calculator", "arguments": {"expression": "2+2"}}}],
+        "tool_responses": [{"name": "calculator", "response": {"result": 4}}],
+        "content": "4",
+        "reasoning": "Add.",
+    }
+    # Once a later user message exists, the exchange's thought is no longer sent.
+    conversation.turns.append(UserTurn("thanks"))
+    assert "reasoning" not in to_gemma_messages(conversation)[1]
+
+
+def test_thinking_panel_is_pending_while_thinking_then_done_with_its_duration():
+    conversation = Conversation([UserTurn("hi"), AssistantTurn()])
+    thinking = render(conversation, Live(reasoning="Let me think", thinking_started=1.0))
+    assert thinking[-1]["metadata"]["status"] == "pending" and thinking[-1]["content"] == "Let me think"
+    answering = render(conversation, Live(reasoning="Let me think", thinking_started=1.0, thinking_seconds=2.04,
+                                          content="Hello"))
+    assert answering[-2]["metadata"] == {"title": "💭 Thinking", "id": "think-1-0", "status": "done",
+                                         "duration": 2.0}
+    assert answering[-1] == {"role": "assistant", "content": "Hello"}
+    assert all("metadata" not in m for m in render(Conversation([UserTurn("hi"), AssistantTurn(content="Hi")])))
+
+
+def test_call_panels_nest_under_the_thought_and_show_results():
+    call = ToolCall("get_current_weather", {"location": "Lima"}, id="call_0")
+    ok = ToolResult("get_current_weather", "call_0", "ok", {"temperature": 19}, 0.25)
+    round_ = ToolRound([call], [ok], reasoning="Check the weather.", thinking_seconds=1.0)
+    chat = render(Conversation([UserTurn("Weather?"), AssistantTurn(rounds=[round_], content="19.")]))
+    thought, panel = chat[1], chat[2]
+    assert thought["metadata"]["title"] == "💭 Thinking · 🛠️ get_current_weather"
+    assert panel["metadata"]["parent_id"] == thought["metadata"]["id"]
+    assert panel["metadata"]["status"] == "done" and panel["metadata"]["duration"] == 0.25
+    assert '"temperature": 19' in panel["content"]
+
+
+def test_failed_calls_say_so_in_their_title():
+    call = ToolCall("calculator", {"expression": "1/0"}, id="call_0")
+    failed = ToolResult("calculator", "call_0", "error", {"error": "division by zero"}, 0.0, "division by zero")
+    timed_out = ToolResult("calculator", "call_0", "timeout", {"error": "took too long"}, 10.0, "took too long")
+    for result, word in ((failed, "error"), (timed_out, "timed out")):
+        chat = render(Conversation([UserTurn("?"), AssistantTurn(rounds=[ToolRound([call], [result])])]))
+        assert chat[1]["metadata"]["title"].endswith(word) and "parent_id" not in chat[1]["metadata"]
+
+
+def test_media_show_as_files_before_the_text():
+    chat = render(Conversation([UserTurn("Look", media("shapes.png"))]))
+    assert chat[0]["content"]["path"].endswith("shapes.png") and chat[1]["content"] == "Look"
