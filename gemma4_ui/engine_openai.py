@@ -24,7 +24,7 @@ import mimetypes
 import threading
 import time
 import wave
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,7 @@ import openai
 
 from .config import BUNDLED_MODEL, Settings
 from .engine import Engine, GenerationRequest
-from .events import Done, EngineError, Event, ReplyStats, TextDelta, ThinkingDelta, ToolCall, ToolCallStarted
+from .events import Done, EngineError, Event, ReplyStats, ThinkingDelta, ToolCall, ToolCallStarted
 from .loading import ModelLoadError, ModelStatus, hub_reachable
 from .media import AUDIO_SAMPLING_RATE, MediaItem
 from .parsing import ReplyParser
@@ -42,11 +42,11 @@ from .prompt import PromptSpec
 
 log = logging.getLogger(__name__)
 
-# vLLM accepts any key and ignores it; this is the conventional placeholder.
+# A server started without a key (vLLM, SGLang) accepts any; the client library insists on one.
 DEFAULT_API_KEY = "EMPTY"
 
-# Request fields outside the core OpenAI schema, and what the user loses when a server refuses
-# one. `load()` finds out which the server takes; refused ones are left out of every request.
+# Request fields that not every server takes, and what the user loses where one is refused.
+# `load()` finds out which the server takes; refused ones are left out of every request.
 OPTIONAL_FIELDS = {
     "chat_template_kwargs": "the thinking switch has no effect (the server's default applies)",
     "top_k": "the top-k setting has no effect (the server's default applies)",
@@ -146,10 +146,10 @@ def _tool_round_messages(message: dict, position: int) -> list[dict]:
     return out
 
 
-def to_openai_messages(messages: list[dict], media: list[MediaItem] = ()) -> list[dict]:
+def to_openai_messages(messages: list[dict], media: Sequence[MediaItem] = ()) -> list[dict]:
     """Gemma 4 message dicts (see `conversation.to_gemma_messages`) → OpenAI chat messages.
-    Thoughts (`reasoning`) are not sent: the server's template would drop them anyway, and
-    not every server accepts the field."""
+    Thoughts (`reasoning`) are not sent: OpenAI's schema has no such field and servers differ
+    on it. (Locally, the thoughts of the tool exchange in progress do reach the prompt.)"""
     media = list(media)
     out: list[dict] = []
     for position, message in enumerate(messages):
@@ -321,11 +321,16 @@ def server_message(err) -> str:
     return getattr(err, "message", "") or str(err)
 
 
+def _clause(text: str) -> str:
+    """Server text set inside our own sentence, in parentheses: without its closing period."""
+    return text.strip().rstrip(".")
+
+
 def _connection_cause(err: BaseException) -> str:
     cause = err.__cause__ or err.__context__
     while cause is not None and (cause.__cause__ or cause.__context__) is not None:
         cause = cause.__cause__ or cause.__context__
-    return str(cause) if cause is not None and str(cause) else type(err).__name__
+    return _clause(str(cause)) if cause is not None and str(cause) else type(err).__name__
 
 
 def explain_error(err: Exception, base_url: str, model: str, timeout: float) -> str:
@@ -338,7 +343,7 @@ def explain_error(err: Exception, base_url: str, model: str, timeout: float) -> 
         return (f"Cannot reach the server at {base_url} ({_connection_cause(err)}). "
                 "Check that it is running and that --base-url is right.")
     if isinstance(err, openai.APIStatusError):
-        status, text = err.status_code, server_message(err)
+        status, text = err.status_code, _clause(server_message(err))
         if status in (401, 403):
             return (f"The server at {base_url} refused the request (HTTP {status}: {text}). "
                     "Check the API key (--api-key or OPENAI_API_KEY).")
@@ -396,7 +401,7 @@ class OpenAIEngine(Engine):
         self.model = settings.model or ""
         # No retries: a failure is reported at once, and Stop is never delayed by backoff.
         self.client = openai.OpenAI(base_url=self.base_url, api_key=settings.api_key or DEFAULT_API_KEY,
-                             timeout=settings.request_timeout, max_retries=0)
+                                    timeout=settings.request_timeout, max_retries=0)
         self.status = ModelStatus(requested=settings.model or "(the server's model)", name=self.model,
                                   source="remote", device=self.base_url)
         self.processor = None
@@ -413,12 +418,12 @@ class OpenAIEngine(Engine):
         if config is not None and getattr(config, "audio_config", "absent") is None:
             self.modalities = frozenset({"text", "image", "video"})  # 26B-A4B and 31B have no audio tower
         context = _served_context(listed, self.model) or _config_context(config)
-        notice = "; ".join(f"The server refuses {name}: {OPTIONAL_FIELDS[name]}" for name in sorted(self.refused))
+        notes = [f"The server refuses {name}: {OPTIONAL_FIELDS[name]}" for name in sorted(self.refused)]
         if self.processor is None:
-            notice = "; ".join(filter(None, [notice, "the model's processor is not available here, so token "
-                                             "counts come from the server only"]))
+            notes.append("The model's processor is not available here, so token counts come from the server only")
         self.status = ModelStatus(requested=self.requested_model or "(the server's model)", name=self.model,
-                                  source="remote", device=self.base_url, notice=notice, context_length=context)
+                                  source="remote", device=self.base_url, notice="; ".join(notes),
+                                  context_length=context)
         self._parse_tokenizer = self.processor.tokenizer if self.processor is not None else _bundled_tokenizer()
         log.info("ready: %s", self.status.describe())
         return self
@@ -432,6 +437,9 @@ class OpenAIEngine(Engine):
                 openai.NotFoundError) as err:
             raise ModelLoadError(explain_error(err, self.base_url, "", self.timeout)) from err
         except openai.APIError as err:
+            if not self.requested_model:
+                raise ModelLoadError(f"The server at {self.base_url} could not list its models "
+                                     f"({_clause(server_message(err))}). Pass the name it serves with --model.") from err
             log.warning("the server could not list its models: %s", server_message(err))
             return []
 
@@ -443,9 +451,9 @@ class OpenAIEngine(Engine):
     def _probe(self) -> None:
         """A one-token reply: proves the model is served, and finds which optional fields the
         server refuses (at most one retry per field)."""
-        probe = GenerationRequest(PromptSpec(messages=[]), max_new_tokens=1, temperature=0)
+        probe = GenerationRequest(PromptSpec([{"role": "user", "content": "Hi"}]), max_new_tokens=1, temperature=0)
         while True:
-            body = request_body(probe, self.model, [{"role": "user", "content": "Hi"}], self.refused)
+            body = request_body(probe, self.model, to_openai_messages(probe.spec.messages), self.refused)
             try:
                 for _ in self.client.chat.completions.create(**body):
                     pass
@@ -516,7 +524,7 @@ class OpenAIEngine(Engine):
         elif isinstance(err, openai.APIConnectionError):
             why = _connection_cause(err)
         else:
-            why = server_message(err)
+            why = _clause(server_message(err))
         return (f"The reply from {self.base_url} was cut off mid-stream ({why}). "
                 "What arrived is kept; ask again to continue.")
 

@@ -71,7 +71,7 @@ def server_port(tmp_path_factory):
     work = tmp_path_factory.mktemp("serve")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(work / "hub")}
     (work / "hub").mkdir()
-    command = [str(Path(sys.executable).parent / "transformers"), "serve", TINY,
+    command = [sys.executable, "-m", "transformers.cli.transformers", "serve", TINY,  # = `transformers serve`
                "--host", "127.0.0.1", "--port", str(port), "--device", "cpu"]
     with open(work / "serve.log", "wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
@@ -110,8 +110,10 @@ def engine(server_port) -> OpenAIEngine:
     return OpenAIEngine(settings_for(f"http://127.0.0.1:{server_port}/v1")).load()
 
 
-def run(engine: OpenAIEngine, spec: PromptSpec, max_new_tokens: int = 8, media=(), **sampling) -> list:
-    request = GenerationRequest(spec, max_new_tokens=max_new_tokens, media=list(media), **sampling)
+def run(engine: OpenAIEngine, spec: PromptSpec, max_new_tokens: int = 8, media=()) -> list:
+    """Greedy, so every run is the same: sampled random-weight output can end early, or trip
+    transformers serve's stream decoder ("Invalid prefix encountered while decoding stream")."""
+    request = GenerationRequest(spec, max_new_tokens=max_new_tokens, temperature=0, media=list(media))
     return list(engine.stream(request, threading.Event()))
 
 
@@ -144,7 +146,7 @@ class MisbehavingProxy:
 
     def close(self) -> None:
         self._closing.set()
-        self._listener.close()
+        _hang_up(self._listener)  # (the accept() thread would keep a merely closed socket listening)
 
     def _accept(self) -> None:
         while True:
@@ -155,21 +157,29 @@ class MisbehavingProxy:
             threading.Thread(target=self._handle, args=(client, self.mode), daemon=True).start()
 
     def _handle(self, client: socket.socket, mode: str) -> None:
-        with client:
-            if mode == "reset":
-                return
-            head, body_start = _read_head(client)
-            if mode == "hang":
-                self._closing.wait(60)
-                return
-            if mode == "unauthorized":
-                client.sendall(_json_response(401, {"error": {"message": "Invalid API key.", "code": 401}}))
-                return
-            with socket.create_connection(("127.0.0.1", self.upstream_port)) as upstream:
-                # One request per connection, so every request meets the mode set before it.
-                upstream.sendall(_with_connection_close(head) + body_start)
-                threading.Thread(target=_pipe, args=(client, upstream), daemon=True).start()
-                _relay(upstream, client, self.CUT_AFTER_EVENTS if mode == "cut" else None)
+        try:
+            self._respond(client, mode)
+        finally:
+            _hang_up(client)
+
+    def _respond(self, client: socket.socket, mode: str) -> None:
+        if mode == "reset":
+            return
+        head, body_start = _read_head(client)
+        if mode == "hang":
+            self._closing.wait(60)
+            return
+        if mode == "unauthorized":
+            client.sendall(_json_response(401, {"error": {"message": "Invalid API key.", "code": 401}}))
+            return
+        upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+        try:
+            # One request per connection, so every request meets the mode set before it.
+            upstream.sendall(_with_connection_close(head) + body_start)
+            threading.Thread(target=_pipe, args=(client, upstream), daemon=True).start()
+            _relay(upstream, client, self.CUT_AFTER_EVENTS if mode == "cut" else None)
+        finally:
+            _hang_up(upstream)
 
 
 def _read_head(sock: socket.socket) -> tuple[bytes, bytes]:
@@ -186,6 +196,15 @@ def _read_head(sock: socket.socket) -> tuple[bytes, bytes]:
 def _with_connection_close(head: bytes) -> bytes:
     lines = [line for line in head.split(b"\r\n") if not line.lower().startswith(b"connection:")]
     return b"\r\n".join(lines + [b"Connection: close"]) + b"\r\n\r\n"
+
+
+def _hang_up(sock: socket.socket) -> None:
+    """shutdown, not just close: another thread blocked in recv() would keep the connection open."""
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    sock.close()
 
 
 def _json_response(status: int, body: dict) -> bytes:
@@ -422,7 +441,7 @@ def test_an_image_reaches_the_server(engine):
     spec = PromptSpec([{"role": "user", "content": [{"type": "image", "image": image.data},
                                                     {"type": "text", "text": "What do you see?"}]}])
     done = done_of(run(engine, spec, max_new_tokens=4, media=[image]))
-    assert done.stats.prompt_tokens == local_prompt_tokens(engine, spec), "266+ soft tokens, as locally"
+    assert done.stats.prompt_tokens == local_prompt_tokens(engine, spec), "soft tokens included, as locally"
 
 
 @needs_trained_model
@@ -435,9 +454,10 @@ def test_the_trained_model_thinks_only_when_asked(engine):
     assert done_of(thinking).stats.stop_reason == done_of(plain).stats.stop_reason == "stop"
 
 
-@needs_trained_model
+@pytest.mark.xfail(reason="the bundled model's audio tower fails on any audio, locally too: 'mat1 and mat2 shapes "
+                          "cannot be multiplied (62x256 and 16x32)'", strict=False)
 def test_the_trained_model_acknowledges_audio(engine):
-    """input_audio is accepted by the server; the random bundle's audio tower fails on it (locally too)."""
+    """The server takes input_audio and builds the prompt; generation is what fails for now."""
     audio = load_media(EXAMPLES / "speech.wav")
     spec = PromptSpec([{"role": "user", "content": [{"type": "text", "text": "Transcribe this audio."},
                                                     {"type": "audio", "audio": audio.data}]}])
@@ -448,7 +468,7 @@ def test_the_trained_model_acknowledges_audio(engine):
 def test_a_tool_round_trip_with_server_usage_in_the_reply_stats(engine):
     """The model calls, the tool runs, its result goes back as a `tool` message, the model answers."""
     conversation = Conversation([UserTurn("What's the weather in Ouagadougou?")])
-    options = ChatOptions(thinking=True, max_new_tokens=256, enabled_tools=["get_current_weather"])
+    options = ChatOptions(thinking=True, max_new_tokens=256, temperature=0, enabled_tools=["get_current_weather"])
     *_, final = TurnRunner(engine, default_registry()).run(conversation, options, threading.Event())
     turn = final.conversation.turns[-1]
     assert turn.rounds and turn.rounds[0].calls[0].name == "get_current_weather"
@@ -459,7 +479,7 @@ def test_a_tool_round_trip_with_server_usage_in_the_reply_stats(engine):
 
 def test_reply_stats_are_the_server_usage(engine):
     conversation = Conversation([UserTurn("Hello!")])
-    *_, final = TurnRunner(engine, default_registry()).run(conversation, ChatOptions(max_new_tokens=5),
+    *_, final = TurnRunner(engine, default_registry()).run(conversation, ChatOptions(max_new_tokens=5, temperature=0),
                                                              threading.Event())
     [stats] = last_reply(final.conversation)[0]["generations"]
     spec = PromptSpec([{"role": "user", "content": "Hello!"}])
@@ -469,7 +489,8 @@ def test_reply_stats_are_the_server_usage(engine):
 
 def test_stop_closes_the_stream_promptly(engine):
     cancel = threading.Event()
-    request = GenerationRequest(PromptSpec([{"role": "user", "content": "Tell me everything."}]), max_new_tokens=4000)
+    request = GenerationRequest(PromptSpec([{"role": "user", "content": "Tell me everything."}]), max_new_tokens=4000,
+                                temperature=0)
     pieces, stopped_at = 0, None
     for event in engine.stream(request, cancel):
         pieces += isinstance(event, TextDelta)
@@ -493,8 +514,7 @@ def test_a_stopped_server(server_port):
     gone = MisbehavingProxy(server_port)
     stopped = OpenAIEngine(settings_for(gone.url)).load()
     gone.close()  # the server goes away after the app started
-    events = run(stopped, PromptSpec([{"role": "user", "content": "Hi"}])); print(events)
-    [error] = events
+    [error] = run(stopped, PromptSpec([{"role": "user", "content": "Hi"}]))
     assert isinstance(error, EngineError)
     assert error.message.startswith(f"Cannot reach the server at {gone.url} ([Errno 111] Connection refused)")
 
@@ -516,7 +536,7 @@ def test_no_model_named_and_none_listed(server_port):
 
 def test_a_wrong_api_key(forwarding):
     forwarding.mode = "unauthorized"
-    with pytest.raises(ModelLoadError, match=r"refused the request \(HTTP 401: Invalid API key.\).*--api-key"):
+    with pytest.raises(ModelLoadError, match=r"refused the request \(HTTP 401: Invalid API key\)\. Check the API key \(--api-key or OPENAI_API_KEY\)"):
         OpenAIEngine(settings_for(forwarding.url, api_key="wrong")).load()
 
 
@@ -540,11 +560,15 @@ def test_a_field_the_server_rejects(engine):
 
 def test_a_stream_cut_mid_reply_keeps_what_arrived(forwarding, proxied_engine):
     forwarding.mode = "cut"
+    started = time.perf_counter()
     events = run(proxied_engine, PromptSpec([{"role": "user", "content": "Hello!"}]), max_new_tokens=50)
+    assert time.perf_counter() - started < 3, "reported when the connection drops, not at the timeout"
     *streamed, error = events
     assert streamed and all(isinstance(e, TextDelta) for e in streamed), "the text before the cut"
     assert isinstance(error, EngineError)
-    assert "was cut off mid-stream" in error.message and "What arrived is kept" in error.message
+    assert error.message == (f"The reply from {forwarding.url} was cut off mid-stream (peer closed connection without "
+                             "sending complete message body (incomplete chunked read)). What arrived is kept; ask "
+                             "again to continue.")
 
 
 # -- 4. through the app ------------------------------------------------------------------------------------
@@ -583,7 +607,7 @@ def test_app_streams_a_remote_reply_with_text_and_with_an_image(remote_app):
 
 def test_app_stop_ends_a_remote_reply(remote_app):
     client = remote_app.client()
-    job = client.submit({"text": "Tell me everything.", "files": []}, max_new_tokens=4000, temperature=1.0,
+    job = client.submit({"text": "Tell me everything.", "files": []}, max_new_tokens=4000, temperature=0,
                         api_name="/chat")
     deadline = time.time() + 60
     while len(job.outputs()) < 2 and time.time() < deadline:
