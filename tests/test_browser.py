@@ -49,6 +49,22 @@ def test_send_text_and_image_and_see_the_reply_stream(app_server, page):
     screenshot(page, "chat-text-and-image")
 
 
+def test_send_audio_and_video(app_server, page):
+    open_app(page, app_server.url)
+    attach(page, EXAMPLES / "speech.wav", EXAMPLES / "bouncing_ball.mp4")
+    page.wait_for_function(
+        "() => /Audio soft tokens\\s+[1-9]/.test(document.querySelector('#token-counts').innerText) && "
+        "/Video soft tokens\\s+[1-9]/.test(document.querySelector('#token-counts').innerText)", timeout=60_000)
+    page.fill("#composer textarea", "What did I send?")
+    page.keyboard.press("Enter")
+    page.wait_for_selector('#chatbot [data-testid="user"] audio', timeout=30_000)
+    page.wait_for_selector('#chatbot [data-testid="user"] video', timeout=30_000)
+    page.wait_for_function("() => !document.querySelector('#composer textarea').disabled", timeout=120_000)
+    bots = page.locator('#chatbot [data-testid="bot"]')
+    assert bots.count() >= 1 and bots.last.inner_text().strip()
+    screenshot(page, "audio-and-video")
+
+
 def test_attaching_an_image_updates_the_soft_token_count_before_sending(app_server, page):
     open_app(page, app_server.url)
     page.wait_for_selector("#token-counts", timeout=10_000)
@@ -104,15 +120,13 @@ def test_projector_layout(app_server, browser):
         context.close()
 
 
-def test_microphone_recording_is_attached_and_counted(app_server):
+def test_microphone_recording_is_attached_and_counted(app_server, playwright):
     """Chromium's fake microphone (a beep) through the composer's recorder."""
-    from playwright.sync_api import sync_playwright
-
     from conftest import CHROMIUM, CHROMIUM_ARGS
 
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS + [
-            "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream"])
+    chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS + [
+        "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream"])
+    try:
         context = chromium.new_context(viewport={"width": 1400, "height": 1000}, permissions=["microphone"])
         page = context.new_page()
         open_app(page, app_server.url)
@@ -128,4 +142,5 @@ def test_microphone_recording_is_attached_and_counted(app_server):
         seconds = float(re.search(r"🔊 \S+\s+\d+\s+([\d.]+) s", counts).group(1))
         assert 1.0 <= seconds <= 5.0
         screenshot(page, "microphone")
+    finally:
         chromium.close()
