@@ -117,20 +117,12 @@ class TurnRunner:
 
             # 2. Settle the round: an answer ends the turn; calls are run and fed back.
             calls = done.tool_calls if done.stats.stop_reason != "cancelled" else []
-            if calls and len(turn.rounds) >= options.max_tool_rounds:
-                turn.notice = (f"The model asked for more tools after {len(turn.rounds)} rounds, the limit; "
-                               "its calls were not run. Raise the limit in the settings, or ask again.")
-                turn.reasoning, turn.raw, turn.stats = done.reasoning, done.raw, done.stats
-                turn.content = done.content
-                turn.thinking_seconds = live.thinking_seconds
-                yield Snapshot(conv, None)
-                return
-            if not calls:
-                turn.reasoning, turn.content, turn.raw, turn.stats = done.reasoning, done.content, done.raw, done.stats
-                turn.thinking_seconds = live.thinking_seconds
-                turn.notice = _notice(done)
-                if not turn.rounds and not turn.content and not turn.reasoning and done.stats.stop_reason == "cancelled":
-                    turn.notice = "Stopped before the model wrote anything."
+            over_limit = bool(calls) and len(turn.rounds) >= options.max_tool_rounds
+            if not calls or over_limit:
+                _settle(turn, done, live)
+                if over_limit:
+                    turn.notice = (f"The model asked for more tools after {len(turn.rounds)} rounds, the limit; "
+                                   "its calls were not run. Raise the limit in the settings, or ask again.")
                 yield Snapshot(conv, None)
                 return
             round_ = ToolRound(
@@ -138,7 +130,8 @@ class TurnRunner:
                 thinking_seconds=live.thinking_seconds,
             )
             turn.rounds.append(round_)
-            yield from self._run_calls(conv, live, round_, enabled, options)
+            # The round is part of the turn now; a fresh Live only marks the call running.
+            yield from self._run_calls(conv, Live(), round_, enabled, options)
             if not round_.answered:  # a client tool waits for the user
                 yield Snapshot(conv, None)
                 return
@@ -191,6 +184,15 @@ class TurnRunner:
         turn.thinking_seconds = live.thinking_seconds
         turn.notice = message
         yield Snapshot(conv, None, error=message)
+
+
+def _settle(turn: AssistantTurn, done: Done, live: Live) -> None:
+    """The round that answers ends the turn."""
+    turn.reasoning, turn.content, turn.raw, turn.stats = done.reasoning, done.content, done.raw, done.stats
+    turn.thinking_seconds = live.thinking_seconds
+    turn.notice = _notice(done)
+    if not turn.rounds and not turn.content and not turn.reasoning and done.stats.stop_reason == "cancelled":
+        turn.notice = "Stopped before the model wrote anything."
 
 
 def _close_thinking(live: Live) -> None:
