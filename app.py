@@ -40,10 +40,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
     from gemma4_ui.session import ChatSession
-    from gemma4_ui.ui import CSS, build_ui
+    from gemma4_ui.ui import CSS, build_ui, enable_queue
 
-    demo = build_ui(ChatSession(engine, settings))
-    demo.queue(default_concurrency_limit=settings.gpu_concurrency)
+    demo = enable_queue(build_ui(ChatSession(engine, settings)), settings.gpu_concurrency)
     demo.launch(
         server_name=settings.host,
         server_port=settings.port,

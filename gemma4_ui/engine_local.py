@@ -146,8 +146,13 @@ class LocalEngine(Engine):
         self._key = ""
 
     def load(self) -> "LocalEngine":
-        self.processor = load_processor(self.resolved)
-        model = load_model(self.resolved, self._device, self._dtype)
+        processor = load_processor(self.resolved)
+        return self.adopt(load_model(self.resolved, self._device, self._dtype), processor)
+
+    def adopt(self, model, processor) -> "LocalEngine":
+        """Serve `model` with `processor`. `load` reads both from disk; benchmarks hand over
+        a model built in memory (bench/gpu_bench.py: random weights in the real E2B shape)."""
+        self.processor = processor
         self._key = f"{self.resolved.path}@{self.status.device}"
         _MODELS[self._key] = (model, self.processor.tokenizer)
         self._stop_ids = _as_list(model.generation_config.eos_token_id)
@@ -158,6 +163,10 @@ class LocalEngine(Engine):
     @property
     def loaded(self) -> bool:
         return bool(self._key)
+
+    @property
+    def model(self):
+        return _MODELS[self._key][0]
 
     def stream(self, request: GenerationRequest, cancel: threading.Event) -> Iterator:
         started = time.perf_counter()

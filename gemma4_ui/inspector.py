@@ -8,9 +8,15 @@ the rest.
 
 from __future__ import annotations
 
+import copy
+import functools
 import html
 import json
 import re
+import threading
+import weakref
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from .media import MediaItem
@@ -129,6 +135,113 @@ def _resized(processor, width: int, height: int, budget: int) -> tuple[int, int]
     return w, h
 
 
+# -- counting without re-processing the media -------------------------------------------------
+
+class SingleFlight:
+    """One computation per key at a time. The composer fires its change event twice for one
+    attached file, and two threads processing the same 12 MP photo at once each take twice
+    as long: the second caller waits for the first, then finds the result in its cache."""
+
+    def __init__(self):
+        self._locks: dict[Hashable, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    @contextmanager
+    def __call__(self, key: Hashable) -> Iterator[None]:
+        with self._guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        try:
+            with lock:
+                yield
+        finally:
+            with self._guard:
+                if self._locks.get(key) is lock and not lock.locked():
+                    del self._locks[key]
+
+
+class ExpansionCache:
+    """Values computed from decoded media, by the identity of the media objects (a PIL image,
+    an audio or video array: the conversation keeps the same objects from turn to turn) and
+    the settings used. An entry is dropped when any of its objects is garbage collected, so
+    the cache never keeps media alive."""
+
+    def __init__(self):
+        self._entries: dict[tuple, object] = {}
+        self._lock = threading.Lock()
+        self._single_flight = SingleFlight()
+
+    def get(self, objects: tuple, settings: Hashable, compute: Callable[[], object]):
+        key = (tuple(id(o) for o in objects), settings)
+        with self._single_flight(key):
+            with self._lock:
+                if key in self._entries:
+                    return self._entries[key]
+            value = compute()
+            try:
+                for o in objects:
+                    weakref.finalize(o, self._forget, key)
+            except TypeError:  # not weak-referenceable: its id could be reused, so don't keep it
+                return value
+            with self._lock:
+                self._entries[key] = value
+            return value
+
+    def _forget(self, key: tuple) -> None:
+        with self._lock:
+            self._entries.pop(key, None)
+
+
+def counting_processor(processor):
+    """A copy of `processor` for counting tokens: the same template, tokenizer and placeholder
+    expansion, so its `input_ids` and `mm_token_type_ids` equal the real ones, but each
+    medium's expansion is computed once instead of on every keystroke. Its outputs hold no
+    pixel or audio features.
+
+    Exact by construction: Gemma 4's image and video processors handle each image and video
+    on its own (one at a time gives the same expansion as in a batch), while audio features
+    are padded to the longest clip, so the audio clips are cached together, as one set.
+    """
+    from transformers.image_utils import make_flat_list_of_images
+    from transformers.video_utils import make_batched_videos
+
+    cache = ExpansionCache()
+    counting = copy.copy(processor)
+
+    def process_images(images, **kwargs):
+        settings = _settings(kwargs)
+        return {}, [cache.get((image,), settings, functools.partial(_one_image, processor, image, kwargs))
+                    for image in make_flat_list_of_images(images)]
+
+    def process_videos(videos, **kwargs):
+        settings = _settings(kwargs, ignore="video_metadata")  # each video's own goes with it
+        metadata = kwargs.get("video_metadata")
+        expanded = []
+        for index, video in enumerate(make_batched_videos(videos)):
+            one = {**kwargs, "video_metadata": [metadata[index]]} if metadata else kwargs
+            expanded.append(cache.get((video,), settings, functools.partial(_one_video, processor, video, one)))
+        return {"num_frames_per_video": [frames for _, frames in expanded]}, [text for text, _ in expanded]
+
+    def process_audio(audio, **kwargs):
+        return {}, cache.get(tuple(audio), _settings(kwargs), lambda: processor._process_audio(audio, **kwargs)[1])
+
+    counting._process_images, counting._process_videos, counting._process_audio = (
+        process_images, process_videos, process_audio)
+    return counting
+
+
+def _one_image(processor, image, kwargs: dict) -> str:
+    return processor._process_images([image], **kwargs)[1][0]
+
+
+def _one_video(processor, video, kwargs: dict) -> tuple[str, int]:
+    processed, (replacement,) = processor._process_videos([video], **kwargs)
+    return replacement, int(processed["num_frames_per_video"][0])
+
+
+def _settings(kwargs: dict, ignore: str = "") -> str:
+    return repr(sorted((k, repr(v)) for k, v in kwargs.items() if k != ignore))
+
+
 # -- layer 1: the message data ---------------------------------------------------------------
 
 def messages_layer(spec: PromptSpec, media: list[MediaItem]) -> str:
@@ -184,9 +297,11 @@ def highlight_spans(text: str, control_tokens: list[str]) -> list[tuple[str, str
 def expanded_layer(processor, inputs, show_ids: bool = False) -> str:
     """The processor's input_ids decoded token by token, soft-token runs collapsed
     (`<|image|> × 266`); boundary tokens and video timestamps stay visible."""
+    tokenizer = processor.tokenizer
     ids = inputs["input_ids"][0].tolist()
-    tokens = processor.tokenizer.convert_ids_to_tokens(ids)
-    soft = {processor.tokenizer.convert_tokens_to_ids(t) for t in ("<|image|>", "<|audio|>", "<|video|>")}
+    soft = {tokenizer.convert_tokens_to_ids(t) for t in ("<|image|>", "<|audio|>", "<|video|>")}
+    # Decoded once per distinct id: a conversation repeats most of its ids many times.
+    decoded = {i: tokenizer.decode([i], skip_special_tokens=False) for i in set(ids)}
     pieces: list[str] = []
     i = 0
     while i < len(ids):
@@ -195,10 +310,10 @@ def expanded_layer(processor, inputs, show_ids: bool = False) -> str:
             while j + 1 < len(ids) and ids[j + 1] == ids[i]:
                 j += 1
         if j > i:
-            label = f"{tokens[i]} × {j - i + 1}"
+            label = f"{tokenizer.convert_ids_to_tokens(ids[i])} × {j - i + 1}"
             pieces.append(f"[{label} | id {ids[i]}]" if show_ids else f"[{label}]")
         else:
-            piece = processor.tokenizer.decode([ids[i]], skip_special_tokens=False)
+            piece = decoded[ids[i]]
             pieces.append(f"{piece}⟨{ids[i]}⟩" if show_ids else piece)
         i = j + 1
     return "".join(pieces)

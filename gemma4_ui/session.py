@@ -7,12 +7,13 @@ never rebuilt from what the Chatbot displays.
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import os
 import threading
 import time
+import weakref
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -24,6 +25,7 @@ from .conversation import AssistantTurn, Conversation, UserTurn
 from .display import render
 from .engine import Engine
 from .events import ToolCall
+from .inspector import SingleFlight, counting_processor
 from .media import MediaError, MediaItem, MediaLimits, load_media
 from .tools import ToolRegistry, ToolSchemaError, default_registry
 
@@ -35,6 +37,14 @@ EMPTY_INSPECTOR = ("<p class='inspector-empty'>Type a message or attach a file: 
 # Streamed updates per second at most: enough to look live, few enough that a fast model
 # is never slowed by re-rendering the chat (tokens in between arrive in the next update).
 MAX_UPDATES_PER_SECOND = 25
+# ...and at most this share of the time spent sending them. An update re-renders, diffs and
+# sends the whole chat, and Gradio re-checks every file in it, so its cost grows with the
+# chat: ~3 ms for a short text chat, ~12 ms with 4 images, ~50 ms with 12 (2 busy CPU
+# cores). That work competes with generation for the CPU (and Python's lock), and the app
+# should cost under 5% of the model's speed: long chats get fewer, larger updates.
+MAX_UPDATE_SHARE = 0.04
+# ...but never less than one a second, however costly, so the reply is seen to progress.
+MAX_UPDATE_INTERVAL = 1.0
 
 
 @dataclass
@@ -58,18 +68,49 @@ class Draft:
         return not self.text.strip() and not self.files
 
 
-@functools.lru_cache(maxsize=32)
-def _decode_cached(path: str, size: int, mtime: float, limits: MediaLimits) -> MediaItem:
-    return load_media(path, limits)
+class DecodedUploads:
+    """Each upload decoded once, whoever asks: the live inspector when it is attached, then
+    `stage` and `respond` when it is sent. Attachments not sent yet are held here (a
+    message's worth at most); once sent, the conversation holds them, and this finds them
+    only while some conversation still does: a conversation's media are freed with it."""
+
+    def __init__(self):
+        self._in_use: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+        self._unsent: OrderedDict[tuple, MediaItem] = OrderedDict()  # oldest first
+        self._lock = threading.Lock()
+        self._decoding = SingleFlight()
+
+    def get(self, path: str, limits: MediaLimits) -> MediaItem:
+        try:
+            stat = os.stat(path)
+        except OSError:
+            raise MediaError(f"{os.path.basename(path)}: the upload is gone; attach it again.") from None
+        key = (path, stat.st_size, stat.st_mtime, limits)
+        with self._decoding(key):
+            with self._lock:
+                item = self._in_use.get(key)
+            if item is None:
+                item = load_media(path, limits)
+                with self._lock:
+                    self._in_use[key] = item
+                    self._unsent[key] = item
+                    while len(self._unsent) > limits.max_files_per_message:
+                        self._unsent.popitem(last=False)
+            return item
+
+    def sent(self, items: list[MediaItem]) -> None:
+        """`items` now belong to a conversation, which keeps them as long as it needs them."""
+        with self._lock:
+            for key in [key for key, item in self._unsent.items() if any(item is sent for sent in items)]:
+                del self._unsent[key]
+
+
+_UPLOADS = DecodedUploads()
 
 
 def decode_file(path: str, limits: MediaLimits) -> MediaItem:
     """Decode once per file: the composer's live inspector and the send share the result."""
-    try:
-        stat = os.stat(path)
-    except OSError:
-        raise MediaError(f"{os.path.basename(path)}: the upload is gone; attach it again.") from None
-    return _decode_cached(path, stat.st_size, stat.st_mtime, limits)
+    return _UPLOADS.get(path, limits)
 
 
 def decode_files(paths: list[str], limits: MediaLimits) -> list[MediaItem]:
@@ -86,6 +127,7 @@ class ChatSession:
         self.settings = settings
         self.registry = registry or default_registry()
         self._cancels: dict[str, threading.Event] = {}
+        self._counting: tuple = (None, None)  # (the engine's processor, its counting copy)
 
     # -- options -----------------------------------------------------------------------------
 
@@ -160,6 +202,7 @@ class ChatSession:
         except MediaError as err:
             yield render(conversation, notice=str(err)), conversation, draft.as_value()
             return
+        _UPLOADS.sent(turn.media)
         options = self.options(*option_values)
         started = Conversation(conversation.turns + [turn])
         yield from self._stream(started, options, declared, request, on_fail=(conversation, draft))
@@ -243,16 +286,17 @@ class ChatSession:
         self._cancels[session] = cancel
         runner = TurnRunner(self.engine, self.registry_for(declared))
         yield render(conversation), conversation, None
-        last_update = 0.0
+        pacer = UpdatePacer()
         snapshot: Snapshot | None = None
         try:
             for snapshot in runner.run(conversation, options, cancel):
-                if snapshot.live is not None and time.perf_counter() - last_update < 1 / MAX_UPDATES_PER_SECOND:
+                if snapshot.live is not None and not pacer.due():
                     continue
-                last_update = time.perf_counter()
                 if snapshot.error:
                     break
+                started = time.perf_counter()
                 yield render(snapshot.conversation, snapshot.live), snapshot.conversation, None
+                pacer.sent(started)
         finally:
             if self._cancels.get(session) is cancel:
                 del self._cancels[session]
@@ -292,7 +336,7 @@ class ChatSession:
         if not spec.messages:
             return InspectorView(EMPTY_INSPECTOR, inspector.messages_layer(spec, []), [], "", "", warning)
         raw = template_text(processor, spec)
-        inputs = model_inputs(processor, spec)
+        inputs = model_inputs(self._counting_processor(processor), spec)
         media = preview.media()
         counts = inspector.count_tokens(processor, inputs, media, options.image_budget, self.engine.context_length)
         tokens = [t for t in processor.tokenizer.all_special_tokens]
@@ -304,6 +348,13 @@ class ChatSession:
             expanded=inspector.expanded_layer(processor, inputs, show_ids),
             warning=warning,
         )
+
+    def _counting_processor(self, processor):
+        """The inspector runs on every keystroke: it counts with a copy of the processor that
+        expands each medium once (exact counts, without re-processing the history's media)."""
+        if self._counting[0] is not processor:
+            self._counting = (processor, counting_processor(processor))
+        return self._counting[1]
 
     # -- queries for the layout ------------------------------------------------------------------
 
@@ -324,6 +375,29 @@ class ChatSession:
             if messages[i]["role"] == "user" and isinstance(messages[i]["content"], str):
                 return i
         return None
+
+
+class UpdatePacer:
+    """When the next streamed update may go: spaced so that sending updates takes at most
+    MAX_UPDATE_SHARE of the time, within MAX_UPDATES_PER_SECOND and MAX_UPDATE_INTERVAL.
+    An update costs what passes from rendering it until Gradio asks for the next one
+    (Gradio postprocesses, diffs and sends it in between); a running average, so that one
+    slow update (a garbage collection, say) does not stall the stream."""
+
+    SMOOTHING = 0.3  # weight of the newest cost in the average
+
+    def __init__(self):
+        self._next = 0.0  # the first update goes at once: it shows the first token
+        self._cost: float | None = None
+
+    def due(self) -> bool:
+        return time.perf_counter() >= self._next
+
+    def sent(self, started: float) -> None:
+        cost = time.perf_counter() - started
+        self._cost = cost if self._cost is None else (1 - self.SMOOTHING) * self._cost + self.SMOOTHING * cost
+        interval = min(max(self._cost / MAX_UPDATE_SHARE, 1 / MAX_UPDATES_PER_SECOND), MAX_UPDATE_INTERVAL)
+        self._next = started + interval
 
 
 def _session(request: gr.Request | None) -> str:

@@ -56,12 +56,11 @@ class AppServer:
 def start_app(engine, **overrides) -> AppServer:
     from gemma4_ui.config import Settings
     from gemma4_ui.session import ChatSession
-    from gemma4_ui.ui import CSS, build_ui
+    from gemma4_ui.ui import CSS, build_ui, enable_queue
 
     settings = Settings(model="tiny", **overrides)
     session = ChatSession(engine, settings)
-    demo = build_ui(session)
-    demo.queue(default_concurrency_limit=settings.gpu_concurrency)
+    demo = enable_queue(build_ui(session), settings.gpu_concurrency)
     port = free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, css=CSS,
                 max_file_size=int(settings.limits.max_file_mb * 1024 * 1024))

@@ -150,3 +150,21 @@ def test_counts_html_has_the_meter(processor):
     _, counts, _ = counts_for(processor, [])
     html = inspector.counts_html(counts)
     assert "ctx-meter" in html and "131,072" in html
+
+
+def test_the_inspectors_cached_counting_equals_the_real_processor(processor, tmp_path):
+    """The inspector counts with a copy of the processor that expands each medium once; its
+    ids must equal the real processor's, token for token, for every kind of media, twice."""
+    from conftest import ROOT
+
+    media = [make_image(tmp_path / "a.png", (640, 480)), make_image(tmp_path / "b.png", (300, 900)),
+             make_audio(tmp_path / "short.wav", 0.7), make_audio(tmp_path / "long.wav", 4.2),
+             load_media(str(ROOT / "assets" / "examples" / "bouncing_ball.mp4"))]
+    counting = inspector.counting_processor(processor)
+    conversation = Conversation([UserTurn("Compare these.", media)])
+    for budget in (70, 280, 280):
+        spec = build_spec(conversation, ChatOptions(image_budget=budget), default_registry())
+        real, cached = model_inputs(processor, spec), model_inputs(counting, spec)
+        assert cached["input_ids"].tolist() == real["input_ids"].tolist()
+        assert cached["mm_token_type_ids"].tolist() == real["mm_token_type_ids"].tolist()
+        assert list(cached["num_frames_per_video"]) == list(real["num_frames_per_video"])

@@ -1,0 +1,184 @@
+"""The real app on the bundled tiny model, in a process of its own, as the benchmarks see it.
+
+    python -m bench.app_server --port 7861 --stats-file /tmp/stats.jsonl
+
+The server runs in its own process so that the measuring client (gradio_client, an HTTP
+client, Chromium) does not share its interpreter lock: a client in the same process would
+slow the server down and be counted as app overhead. Two benchmark-only settings, both
+applied outside the app's code:
+
+- every reply runs to `max_new_tokens` (EOS suppressed, as `min_new_tokens` does), so the
+  app and a bare `generate` produce the same number of tokens whatever the weights say;
+- each finished generation round appends its `ReplyStats` to `--stats-file`, so the
+  benchmark knows exactly how many tokens the server generated.
+
+SIGUSR1 makes the server collect garbage and hand freed memory back to the system, so that
+its resident memory shows what is still in use (the memory benchmark sends it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import gc
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import asdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+READY = "BENCH_APP_READY"
+# One intra-op thread for the tiny model, in every process that runs it. With two threads on
+# this 2-core machine, OpenMP spins against any other job and the model itself becomes 3-5x
+# slower and erratic (measured: 18-38 tok/s with 2 threads, 94-138 with 1, side by side).
+TORCH_THREADS = 1
+
+
+def generate_to_max_length(model) -> None:
+    """Make every `generate` call on `model` run to its max_new_tokens (EOS suppressed)."""
+    generate = model.generate
+
+    def fixed_length_generate(*args, **kwargs):
+        kwargs.setdefault("min_new_tokens", kwargs.get("max_new_tokens"))
+        return generate(*args, **kwargs)
+
+    model.generate = fixed_length_generate
+
+
+def tiny_engine(fixed_length: bool = True):
+    """The bundled model through the app's LocalEngine on the CPU, loaded."""
+    import torch
+
+    from gemma4_ui.engine_local import LocalEngine
+
+    torch.set_num_threads(TORCH_THREADS)
+    engine = LocalEngine("tiny", device="cpu").load()
+    if fixed_length:
+        generate_to_max_length(engine.model)
+    return engine
+
+
+def recording_engine(engine, stats_file: Path):
+    """`engine`, plus one JSON line in `stats_file` per generation round."""
+    from gemma4_ui.engine import Engine
+    from gemma4_ui.events import Done
+
+    class RecordingEngine(Engine):
+        modalities = engine.modalities
+        status = engine.status
+        processor = engine.processor
+
+        def stream(self, request, cancel) -> Iterator:
+            for event in engine.stream(request, cancel):
+                if isinstance(event, Done):
+                    with stats_file.open("a") as out:
+                        out.write(json.dumps(asdict(event.stats)) + "\n")
+                yield event
+
+    return RecordingEngine()
+
+
+def release_free_memory(*_signal) -> None:
+    gc.collect()
+    ctypes.CDLL("libc.so.6").malloc_trim(0)  # glibc keeps freed blocks mapped unless asked
+
+
+def serve(port: int, stats_file: Path) -> None:
+    from gemma4_ui.config import Settings
+    from gemma4_ui.session import ChatSession
+    from gemma4_ui.ui import CSS, build_ui, enable_queue
+
+    settings = Settings(model="tiny", max_new_tokens_cap=8192)
+    engine = recording_engine(tiny_engine(), stats_file)
+    demo = enable_queue(build_ui(ChatSession(engine, settings)), settings.gpu_concurrency)
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, css=CSS,
+                max_file_size=int(settings.limits.max_file_mb * 1024 * 1024))
+    signal.signal(signal.SIGUSR1, release_free_memory)
+    print(READY, flush=True)
+    while True:  # serve until terminated; signal handlers run here, in the main thread
+        signal.pause()
+
+
+class AppProcess:
+    """Start the app in a child process; `url`, `pid` and the stats it records."""
+
+    def __init__(self, workdir: Path, env: dict[str, str] | None = None, startup_timeout: float = 180.0):
+        from tests.conftest import free_port
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/"
+        self.stats_file = workdir / f"stats-{self.port}.jsonl"
+        self.log_file = workdir / f"server-{self.port}.log"
+        self._env = env or {}
+        self._startup_timeout = startup_timeout
+        self._process: subprocess.Popen | None = None
+
+    def __enter__(self) -> "AppProcess":
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1",
+               **self._env}
+        command = [sys.executable, "-m", "bench.app_server", "--port", str(self.port), "--stats-file",
+                   str(self.stats_file)]
+        self._log = self.log_file.open("w")
+        self._process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=self._log,
+                                         text=True)
+        self._wait_until_ready()
+        return self
+
+    def _wait_until_ready(self) -> None:
+        deadline = time.monotonic() + self._startup_timeout
+        for line in self._process.stdout:
+            if line.strip() == READY:
+                return
+            if time.monotonic() > deadline:
+                break
+        raise RuntimeError(f"the app did not start; see {self.log_file}:\n{self.log_file.read_text()[-3000:]}")
+
+    def __exit__(self, *exc) -> None:
+        self._process.terminate()
+        try:
+            self._process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+        self._log.close()
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    def cpu_seconds(self) -> float:
+        """CPU time the server has used so far, all threads."""
+        import psutil
+
+        times = psutil.Process(self.pid).cpu_times()
+        return times.user + times.system
+
+    def resident_bytes(self) -> int:
+        """Resident memory once garbage is collected and freed memory handed back."""
+        import psutil
+
+        os.kill(self.pid, signal.SIGUSR1)
+        time.sleep(1.0)  # the handler runs between bytecodes of the main thread
+        return psutil.Process(self.pid).memory_info().rss
+
+    def recorded_rounds(self) -> list[dict]:
+        """Every generation round's stats so far, oldest first."""
+        if not self.stats_file.exists():
+            return []
+        return [json.loads(line) for line in self.stats_file.read_text().splitlines() if line.strip()]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--stats-file", type=Path, required=True)
+    args = parser.parse_args(argv)
+    serve(args.port, args.stats_file)
+
+
+if __name__ == "__main__":
+    main()
