@@ -18,7 +18,10 @@ from .config import BUNDLED_MODEL, DEFAULT_MODEL
 
 log = logging.getLogger(__name__)
 
-BUNDLED_NOTE = "a tiny protocol demo model trained on synthetic data, not an assistant"
+# scripts/train_tiny_gemma4.py writes training.json next to the weights it trains.
+BUNDLED_TRAINED = (Path(BUNDLED_MODEL) / "training.json").exists()
+BUNDLED_NOTE = ("a tiny protocol demo model trained on synthetic data, not an assistant" if BUNDLED_TRAINED else
+                "a tiny model with random weights that shows the protocol's plumbing: its replies are noise")
 
 
 class ModelLoadError(RuntimeError):

@@ -172,11 +172,13 @@ def tiny_config(tokenizer):
         pooling_kernel_size=3,
         position_embedding_size=10240,
     )
+    # transformers sizes the audio input projection as (channels[0] // 4) * channels[1], which is
+    # right only when channels[0] equals the 128 mel bins (as in E2B's [128, 32]).
     audio = Gemma4AudioConfig(
         hidden_size=32,
         num_hidden_layers=2,
         num_attention_heads=2,
-        subsampling_conv_channels=[8, 8],
+        subsampling_conv_channels=[128, 8],
         output_proj_dims=32,
     )
     return Gemma4Config(
@@ -222,6 +224,7 @@ def build(out: Path = DEFAULT_OUT, seed: int = 0, weights: bool = True) -> None:
         model = Gemma4ForConditionalGeneration(tiny_config(processor.tokenizer)).to(torch.bfloat16)
         model.generation_config = generation_config(processor.tokenizer)
         model.save_pretrained(out)
+        (out / "training.json").unlink(missing_ok=True)  # these weights are untrained
     print(f"wrote {out} (vocab {len(processor.tokenizer)})")
 
 

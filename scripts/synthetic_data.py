@@ -134,16 +134,18 @@ def pick(rng: random.Random, options):
 
 
 def syllable_word(rng: random.Random, syllables: tuple[int, int] = (1, 3)) -> str:
-    word = ""
-    while len(word) < 3:  # "Do" or "Ua" read as words, not names
+    while True:
         word = "".join(pick(rng, ONSETS) + pick(rng, VOWELS) + pick(rng, CODAS)
                        for _ in range(rng.randint(*syllables)))
-    if rng.random() < 0.08:  # now and then a letter with a diacritic, which the tokenizer spells in bytes
-        spots = [i for i, ch in enumerate(word) if ch in ACCENTS]
-        if spots:
-            i = pick(rng, spots)
-            word = word[:i] + pick(rng, ACCENTS[word[i]]) + word[i + 1:]
-    return word.capitalize()
+        if rng.random() < 0.08:  # now and then a letter with a diacritic, which the tokenizer spells in bytes
+            spots = [i for i, ch in enumerate(word) if ch in ACCENTS]
+            if spots:
+                i = pick(rng, spots)
+                word = word[:i] + pick(rng, ACCENTS[word[i]]) + word[i + 1:]
+        word = word.capitalize()
+        # Under three letters ("Do", "Ua") reads as a word, not a name; held-out names never appear.
+        if len(word) >= 3 and not mentions_held_out(word) and not mentions_held_out_zone(word):
+            return word
 
 
 def city_name(rng: random.Random) -> str:
@@ -165,7 +167,7 @@ def city_name(rng: random.Random) -> str:
             name += f", {pick(rng, REGION_CODES)}"
         if rng.random() < 0.04:
             name = name.lower()  # people type like this too; the call copies it as typed
-        if not mentions_held_out(name):
+        if not mentions_held_out(name) and not mentions_held_out_zone(name):
             return name
 
 
@@ -462,7 +464,7 @@ def time_zone_text(rng: random.Random, zones: list[str]) -> str:
     if shape < 0.82:
         return zone_city(pick(rng, zones))
     if shape < 0.96:
-        hours, minutes = rng.randint(0, 14), pick(rng, (0, 0, 0, 30, 45))
+        hours, minutes = rng.randint(0, 13), pick(rng, (0, 0, 0, 30, 45))
         return f"UTC{pick(rng, '+-')}{hours:02d}:{minutes:02d}"
     return "UTC"
 
@@ -609,6 +611,28 @@ def client_tool_exchange(rng: random.Random) -> Exchange:
                     client_tool=schema, client_response=response)
 
 
+# copying ------------------------------------------------------------------------------------
+
+REPEAT_REQUESTS = ("Repeat after me: {p}", "Say exactly this: {p}", "Echo: {p}", "Copy this text: {p}",
+                   "Please repeat: {p}", "Repeat exactly: {p}", 'Repeat "{p}"', "Say {p}")
+
+
+def copy_payload(rng: random.Random) -> str:
+    """Names, numbers, times, words and expressions: what the tools' arguments are made of."""
+    makers = (lambda: city_name(rng), lambda: person_name(rng), lambda: calc_number(rng),
+              lambda: f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}", lambda: pick(rng, NOUNS),
+              lambda: pick(rng, ADJECTIVES), lambda: syllable_word(rng).lower(), lambda: expression(rng),
+              lambda: canonical_number(rng, -50, 5000))
+    return pick(rng, (" ", ", ", " ")).join(pick(rng, makers)() for _ in range(rng.randint(1, 5)))
+
+
+def repeat_exchange(rng: random.Random) -> Exchange:
+    """Say the user's words back exactly: the plainest practice for copying arguments."""
+    payload = copy_payload(rng)
+    return direct("repeat", pick(rng, REPEAT_REQUESTS).format(p=payload),
+                  "The user wants me to repeat their words exactly.", payload)
+
+
 # chat without tools --------------------------------------------------------------------------
 
 IDENTITY = "I am a small Gemma 4 demo model trained on synthetic data."
@@ -732,14 +756,14 @@ def story_sentence(rng: random.Random, hero: str, friend: str) -> str:
 
 
 def story_exchange(rng: random.Random) -> Exchange:
-    """A long answer (24 to 60 sentences) that ends with `<turn|>`: the app's Stop button
+    """A long answer (20 to 45 sentences) that ends with `<turn|>`: the app's Stop button
     needs a reply that streams for a while."""
     topic = f"a {pick(rng, ADJECTIVES)} {pick(rng, NOUNS)}" if rng.random() < 0.7 else person_name(rng)
     request = pick(rng, STORY_REQUESTS)
     hero, friend = person_name(rng), person_name(rng)
     about = topic if "{t}" in request else f"{hero} and a {pick(rng, ADJECTIVES)} {pick(rng, NOUNS)}"
     sentences = [f"Once upon a time there was {about}.", f"{hero} lived near {pick(rng, PLACES)} with {friend}."]
-    sentences += [story_sentence(rng, hero, friend) for _ in range(rng.randint(22, 58))]
+    sentences += [story_sentence(rng, hero, friend) for _ in range(rng.randint(17, 42))]
     sentences.append(f"And so {hero} and {friend} went home, happy. The end.")
     thought = (f"The user wants a long story about {topic}. I will write many sentences." if "{t}" in request
                else "The user wants a long story. I will write many sentences.")
@@ -862,71 +886,83 @@ class Example:
 
 
 def tokenize(episode: Episode, steps: list[Step], processor) -> Example:
-    """The final round's prompt through the real processor (media expanded as the app does),
-    then the final output. Earlier outputs that reappear verbatim in the final prompt (tool
-    calls of this turn, answers of earlier turns when thinking is off) are trained too; the
-    others (earlier thoughts, which the template drops) are not."""
+    """The final round's prompt as the app tokenises it, then the final output. Earlier
+    outputs that reappear verbatim in the final prompt (the calls of this turn, the answers of
+    earlier turns when thinking is off) are trained too; the others (earlier thoughts, which
+    the template drops) are not."""
     import torch
 
     tokenizer = processor.tokenizer
     last = steps[-1]
-    inputs = model_inputs(processor, last.spec)
-    prompt_ids = inputs["input_ids"][0]
-    output_ids = torch.tensor(tokenizer(last.output, add_special_tokens=False)["input_ids"])
-    final_text = last.prompt + last.output
-    assert tokenizer(final_text, add_special_tokens=False)["input_ids"] == \
-        tokenizer(last.prompt, add_special_tokens=False)["input_ids"] + output_ids.tolist(), \
-        "an output must start on a token boundary"
-
-    # Earlier outputs, located in the unexpanded prompt and mapped onto the expanded ids from
-    # the end (after the last media placeholder both tokenisations are the same).
     encoded = tokenizer(last.prompt, add_special_tokens=False, return_offsets_mapping=True)
-    plain_ids, offsets = encoded["input_ids"], encoded["offset_mapping"]
+    plain_ids = encoded["input_ids"]
+    output_ids = tokenizer(last.output, add_special_tokens=False)["input_ids"]
+    assert tokenizer(last.prompt + last.output, add_special_tokens=False)["input_ids"] == plain_ids + output_ids, \
+        "an output must start on a token boundary"
+    has_media = any(m for e in episode.exchanges for m in e.user.media)
+    # With media, the real processor expands each placeholder into its soft tokens (layer 3);
+    # a text-only prompt is tokenised by the same tokenizer with nothing to expand.
+    inputs = model_inputs(processor, last.spec) if has_media else {"input_ids": torch.tensor([plain_ids])}
+    prompt_ids = inputs["input_ids"][0]
+    prompt_target = earlier_outputs(steps, plain_ids, encoded["offset_mapping"], len(prompt_ids), tokenizer)
+    return Example(
+        category=episode.category,
+        input_ids=torch.cat([prompt_ids, torch.tensor(output_ids)]).to(torch.int32),
+        target=torch.cat([prompt_target, torch.ones(len(output_ids), dtype=torch.bool)]),
+        media=compact_media(inputs) if has_media else {},
+    )
+
+
+def earlier_outputs(steps: list[Step], plain_ids: list[int], offsets: list, expanded_length: int, tokenizer):
+    """Which tokens of the final prompt are earlier outputs, located in the unexpanded prompt
+    and mapped onto the expanded ids from the end: after the last media placeholder both
+    tokenisations are the same. Outputs before that placeholder are left untrained."""
+    import torch
+
     media_ids = {tokenizer.convert_tokens_to_ids(t) for t in MEDIA_PLACEHOLDERS}
     after_media = next((i + 1 for i in range(len(plain_ids) - 1, -1, -1) if plain_ids[i] in media_ids), 0)
-    tail = len(plain_ids) - after_media
-    assert prompt_ids[len(prompt_ids) - tail:].tolist() == plain_ids[after_media:], "media expansion moved text"
-    prompt_target = torch.zeros(len(prompt_ids), dtype=torch.bool)
+    media_end = offsets[after_media - 1][1] if after_media else 0
+    shift = expanded_length - len(plain_ids)
+    final_text = steps[-1].prompt + steps[-1].output
+    target = torch.zeros(expanded_length, dtype=torch.bool)
     for step in steps[:-1]:
-        start = len(step.prompt)
-        if not final_text.startswith(step.prompt + step.output) or start < (offsets[after_media - 1][1] if after_media else 0):
-            continue  # a thought the template dropped, or an output before the last media
-        end = start + len(step.output)
+        start, end = len(step.prompt), len(step.prompt) + len(step.output)
+        if start < media_end or not final_text.startswith(step.prompt + step.output):
+            continue  # an output before the last media, or a thought the template dropped
         for i in range(after_media, len(plain_ids)):
             token_start, token_end = offsets[i]
             inside = start <= token_start and token_end <= end
             assert inside or token_end <= start or token_start >= end, "an output must start on a token boundary"
-            if inside:
-                prompt_target[len(prompt_ids) - len(plain_ids) + i] = True
+            target[shift + i] = target[shift + i] or inside
+    return target
+
+
+def compact_media(inputs) -> dict:
+    """The processor outputs the forward needs besides the ids, pixel values as uint8."""
+    import torch
 
     media = {key: value for key, value in inputs.items() if key not in ("input_ids", "attention_mask")}
     for key in ("pixel_values", "pixel_values_videos"):
         if key in media:
             media[key] = (media[key] * 255).round().to(torch.uint8)
-    if not any(key != "mm_token_type_ids" for key in media):
-        media = {}  # text only: the token types are all 0 and need not be kept
-    return Example(
-        category=episode.category,
-        input_ids=torch.cat([prompt_ids, output_ids]).to(torch.int32),
-        target=torch.cat([prompt_target, torch.ones(len(output_ids), dtype=torch.bool)]),
-        media=media,
-    )
+    return media
 
 
 # --- the mix ----------------------------------------------------------------------------
 
-# Episodes per category for the default dataset (about 6 million tokens).
+# Episodes per category for the default dataset (about 5.5 million tokens).
 DEFAULT_MIX = {
-    "weather": 2600,
-    "calculator": 1500,
-    "convert_units": 1000,
-    "current_time": 1000,
-    "client tool": 900,
-    "chat": 1600,
-    "tool missing": 250,
-    "long story": 450,
-    "media": 1500,
-    "weather follow-up": 250,
+    "weather": 1500,
+    "calculator": 800,
+    "convert_units": 500,
+    "current_time": 500,
+    "client tool": 600,
+    "chat": 950,
+    "repeat": 400,
+    "tool missing": 150,
+    "long story": 220,
+    "media": 950,
+    "weather follow-up": 180,
 }
 class EpisodeMaker:
     """Draws episodes: the category's exchange, then options (thinking, system prompt,
@@ -959,25 +995,34 @@ class EpisodeMaker:
             return story_exchange(rng), set()
         if category == "media":
             return media_exchange(rng), set()
+        if category == "repeat":
+            return repeat_exchange(rng), set()
         raise ValueError(f"unknown category {category!r}")
 
-    def history(self) -> list[Exchange]:
-        """Zero to three earlier exchanges (cheap, text-only ones)."""
-        count = pick(self.rng, (0, 0, 0, 0, 1, 1, 2, 3))
-        kinds = ("weather", "calculator", "convert_units", "current_time", "chat", "chat")
+    def history(self, thinking: bool) -> list[Exchange]:
+        """Earlier exchanges (cheap, text-only ones). With thinking off every exchange is
+        trained, so conversations run longer; with it on only the last one is (the template
+        drops earlier thoughts), so they stay short."""
+        count = pick(self.rng, (0, 0, 1) if thinking else (0, 1, 1, 2, 2, 3, 4))
+        kinds = ("weather", "weather", "calculator", "convert_units", "current_time", "chat", "repeat")
         return [self.exchange(pick(self.rng, kinds))[0] for _ in range(count)]
 
     def episode(self, category: str) -> Episode:
         rng = self.rng
+        thinking = rng.random() < 0.5
+        forbidden: set[str] = set()
         if category == "weather follow-up":
-            exchanges, forbidden = [weather_exchange(rng), weather_follow_up(rng)], set()
-            exchanges = self.history()[:1] + exchanges
+            exchanges = self.history(thinking)[:1] + [weather_exchange(rng), weather_follow_up(rng)]
+        elif category == "repeat":
+            exchanges = [repeat_exchange(rng) for _ in range(1 if thinking else rng.randint(2, 8))]
         else:
             final, forbidden = self.exchange(category)
-            exchanges = ([] if category in ("long story", "media") and rng.random() < 0.7 else self.history())
-            exchanges = [e for e in exchanges if not set(e.tools) & forbidden] + [final]
+            history = [] if category in ("long story", "media") and rng.random() < 0.7 else self.history(thinking)
+            exchanges = [e for e in history if not set(e.tools) & forbidden] + [final]
         needed = {tool for e in exchanges for tool in e.tools}
-        extra = {tool for tool in BUILTIN_TOOLS if rng.random() < 0.35} - forbidden
+        extra = {tool for tool in BUILTIN_TOOLS if rng.random() < 0.25} - forbidden
+        if category == "repeat":
+            extra = set()  # copy drills stay short
         registry = ToolRegistry()
         for spec in self.builtins.specs():
             registry.adopt(spec)
@@ -987,10 +1032,9 @@ class EpisodeMaker:
                 registry.declare(schema)
         options = ChatOptions(
             system_prompt=pick(rng, SYSTEM_PROMPTS) if rng.random() < 0.25 else "",
-            thinking=rng.random() < 0.5,
+            thinking=thinking,
             image_budget=pick(rng, (70, 140, 280, 280)),
-            enabled_tools=[t for t in (*BUILTIN_TOOLS, *(s["name"] for s in declared)) if t in needed | extra
-                           or t in {s["name"] for s in declared}],
+            enabled_tools=[t for t in BUILTIN_TOOLS if t in needed | extra] + [s["name"] for s in declared],
         )
         return Episode(exchanges, options, registry)
 
@@ -1002,12 +1046,20 @@ def check_unseen(episode: Episode, steps: list[Step]) -> None:
     assert not bad, f"held-out names leaked into the training data: {bad[:2]}"
 
 
-def build_episodes(processor, seed: int, mix: dict[str, int]) -> Iterator[tuple[Episode, list[Step]]]:
-    """Episodes in a seeded random order; the same seed gives the same episodes."""
-    rng = random.Random(seed)
-    maker = EpisodeMaker(rng)
+CHUNK = 200  # episodes drawn from one generator: chunks can be built in parallel, same result
+
+
+def episode_plan(seed: int, mix: dict[str, int]) -> list[list[str]]:
+    """The categories of all episodes in a seeded random order, cut into chunks."""
     categories = [c for c, n in mix.items() for _ in range(n)]
-    rng.shuffle(categories)
+    random.Random(seed).shuffle(categories)
+    return [categories[i:i + CHUNK] for i in range(0, len(categories), CHUNK)]
+
+
+def build_episodes(processor, seed: int, index: int, categories: list[str]) -> Iterator[tuple[Episode, list[Step]]]:
+    """The episodes of chunk `index`, from its own generator (seeded by `seed` and `index`)."""
+    rng = random.Random(f"{seed}-{index}")
+    maker = EpisodeMaker(rng)
     for category in categories:
         episode = maker.episode(category)
         with frozen_clock(random_instant(rng)):
@@ -1016,16 +1068,44 @@ def build_episodes(processor, seed: int, mix: dict[str, int]) -> Iterator[tuple[
         yield episode, steps
 
 
-def build_dataset(processor, seed: int = 0, mix: dict[str, int] | None = None,
+_WORKER_PROCESSOR = None
+
+
+def _load_worker_processor(bundle: str) -> None:
+    from transformers import AutoProcessor
+
+    global _WORKER_PROCESSOR
+    _WORKER_PROCESSOR = AutoProcessor.from_pretrained(bundle)
+
+
+def _build_chunk(job: tuple[int, int, list[str]]) -> list[Example]:
+    seed, index, categories = job
+    return [tokenize(episode, steps, _WORKER_PROCESSOR)
+            for episode, steps in build_episodes(_WORKER_PROCESSOR, seed, index, categories)]
+
+
+def build_dataset(bundle: Path, seed: int = 0, mix: dict[str, int] | None = None, workers: int = 2,
                   progress: Callable[[int, int], None] | None = None) -> list[Example]:
-    mix = mix or DEFAULT_MIX
-    total = sum(mix.values())
-    examples = []
-    for index, (episode, steps) in enumerate(build_episodes(processor, seed, mix)):
-        examples.append(tokenize(episode, steps, processor))
-        if progress and (index + 1) % 500 == 0:
-            progress(index + 1, total)
+    """Every example of the mix, in the plan's order, built by `workers` processes (each
+    loads the bundle's processor)."""
+    import multiprocessing
+
+    plan = episode_plan(seed, mix or DEFAULT_MIX)
+    jobs = [(seed, index, categories) for index, categories in enumerate(plan)]
+    total, examples = sum(len(c) for c in plan), []
+    with multiprocessing.get_context("spawn").Pool(workers, _load_worker_processor, (str(bundle),)) as pool:
+        for chunk in pool.imap(_build_chunk, jobs):
+            examples += chunk
+            if progress:
+                progress(len(examples), total)
     return examples
+
+
+def category_counts(examples: list[Example]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for example in examples:
+        counts[example.category] = counts.get(example.category, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
 def main() -> None:
@@ -1036,7 +1116,8 @@ def main() -> None:
     parser.add_argument("--show", type=int, default=6, help="print this many rendered episodes")
     args = parser.parse_args()
     processor = AutoProcessor.from_pretrained(ROOT / "assets" / "tiny-gemma4")
-    for _, (episode, steps) in zip(range(args.show), build_episodes(processor, args.seed, DEFAULT_MIX)):
+    first_chunk = episode_plan(args.seed, DEFAULT_MIX)[0]
+    for _, (episode, steps) in zip(range(args.show), build_episodes(processor, args.seed, 0, first_chunk)):
         example = tokenize(episode, steps, processor)
         text = processor.tokenizer.decode(example.input_ids[example.target].tolist(), skip_special_tokens=False)
         print(f"=== {episode.category} ({len(example)} tokens, {int(example.target.sum())} trained)")

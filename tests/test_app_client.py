@@ -81,7 +81,7 @@ def test_corrupt_file_leaves_the_history_intact(client, tmp_path):
 
 def test_stop_ends_generation(app_server):
     client = app_server.client()
-    job = client.submit({"text": "Tell me everything.", "files": []}, max_new_tokens=4000, temperature=1.0,
+    job = client.submit({"text": "Write a long story.", "files": []}, max_new_tokens=4000, temperature=1.0,
                         api_name="/chat")
     deadline = time.time() + 60
     while not job.outputs() and time.time() < deadline:

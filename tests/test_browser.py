@@ -57,7 +57,9 @@ def test_send_audio_and_video(app_server, page):
         "/Video soft tokens\\s+[1-9]/.test(document.querySelector('#token-counts').innerText)", timeout=60_000)
     page.fill("#composer textarea", "What did I send?")
     page.keyboard.press("Enter")
-    page.wait_for_selector('#chatbot [data-testid="user"] audio', timeout=30_000)
+    # Gradio's player draws its own waveform and keeps the <audio> element hidden: it only has to
+    # be there, with the uploaded clip as its source.
+    page.wait_for_selector('#chatbot [data-testid="user"] audio[src]', state="attached", timeout=30_000)
     page.wait_for_selector('#chatbot [data-testid="user"] video', timeout=30_000)
     page.wait_for_function("() => !document.querySelector('#composer textarea').disabled", timeout=120_000)
     bots = page.locator('#chatbot [data-testid="bot"]')

@@ -1,0 +1,397 @@
+"""Train the bundled tiny Gemma 4 to speak the Gemma 4 protocol, from scratch, on the CPU.
+
+    python scripts/train_tiny_gemma4.py [--seed 0] [--out assets/tiny-gemma4]   # about 25 min on 2 cores
+    python scripts/train_tiny_gemma4.py --eval [--out assets/tiny-gemma4]        # held-out argument copying
+
+Training builds the model from `build_tiny_gemma4.tiny_config` (random init, seeded), trains it
+on the synthetic conversations of `synthetic_data.py` (the loss covers only what the model
+writes: thoughts, calls, answers and their stop tokens), and saves the weights in bfloat16
+with the bundle's generation config. The tokenizer, processor and template files are the
+bundle's and are never rewritten; with `--out` elsewhere they are copied there first.
+Seeded: the same seed gives the same data, order and initialisation.
+
+`--eval` drives the saved model the way the app does (`LocalEngine` + `TurnRunner`, greedy)
+on city names, expressions and time zones that never occur in the training data, and reports
+how often the call's argument is an exact copy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import shutil
+import sys
+import threading
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from scripts import synthetic_data  # noqa: E402
+from scripts.build_tiny_gemma4 import DEFAULT_OUT, generation_config, tiny_config  # noqa: E402
+
+THREADS = 2
+LEARNING_RATE = 2e-3
+FINAL_LEARNING_RATE_FRACTION = 0.05
+WARMUP_STEPS = 40
+WEIGHT_DECAY = 0.01
+GRADIENT_CLIP = 1.0
+TOKENS_PER_STEP = 10_000  # real (unpadded) tokens per optimizer step
+MICRO_BATCH_TOKENS = 4_096  # padded tokens per forward pass
+LOG_EVERY = 20
+COPY_WARMUP_STEPS = 500  # steps on the copy task alone, before the conversations (see CopyTask)
+COPY_LEARNING_RATE = 3e-3
+COPY_BATCH = 32  # rows per copy batch, one per step in the warm-up and in the main loop
+COPY_SPAN_TOKENS = 24
+COPY_MAX_GAP = 24
+COPY_WEIGHT = 0.5  # the copy loss's weight next to the conversations' in the main loop
+MEDIA_KEYS = ("pixel_values", "image_position_ids", "pixel_values_videos", "video_position_ids",
+              "num_frames_per_video", "input_features", "input_features_mask")
+
+
+# --- batching ------------------------------------------------------------------------------
+
+
+def plan_micro_batches(examples: list, rng: random.Random) -> list[list[int]]:
+    """Text examples of similar length share a padded forward pass; an example with media
+    goes alone (its images, clips and frames differ in shape)."""
+    batches = [[i] for i, e in enumerate(examples) if e.media]
+    text = [i for i, e in enumerate(examples) if not e.media]
+    rng.shuffle(text)
+    text.sort(key=lambda i: len(examples[i]) // 32)  # stable: random order within a length band
+    batch: list[int] = []
+    for index in text:
+        longest = max([len(examples[i]) for i in batch] + [len(examples[index])])
+        if batch and longest * (len(batch) + 1) > MICRO_BATCH_TOKENS:
+            batches.append(batch)
+            batch = []
+        batch.append(index)
+    if batch:
+        batches.append(batch)
+    rng.shuffle(batches)
+    return batches
+
+
+def plan_steps(examples: list, rng: random.Random) -> list[list[list[int]]]:
+    """Micro-batches grouped into optimizer steps of about TOKENS_PER_STEP real tokens."""
+    steps, step, tokens = [], [], 0
+    for batch in plan_micro_batches(examples, rng):
+        step.append(batch)
+        tokens += sum(len(examples[i]) for i in batch)
+        if tokens >= TOKENS_PER_STEP:
+            steps.append(step)
+            step, tokens = [], 0
+    if step:
+        steps.append(step)
+    return steps
+
+
+def collate(examples: list, pad_id: int) -> tuple[dict, torch.Tensor, torch.Tensor]:
+    """Model inputs, right-padded, and the ids and target mask to score. No attention mask:
+    under causal attention no real token sees the padding after it, and without a mask
+    PyTorch's attention runs its causal kernel (more than twice as fast here)."""
+    longest = max(len(e) for e in examples)
+    ids = torch.full((len(examples), longest), pad_id, dtype=torch.long)
+    target = torch.zeros((len(examples), longest), dtype=torch.bool)
+    for row, example in enumerate(examples):
+        ids[row, :len(example)] = example.input_ids
+        target[row, :len(example)] = example.target
+    inputs = {"input_ids": ids}
+    if examples[0].media:  # media examples come alone
+        media = examples[0].media
+        inputs["mm_token_type_ids"] = media["mm_token_type_ids"]
+        for key in MEDIA_KEYS:
+            if key in media:
+                value = media[key]
+                inputs[key] = value.float() / 255 if value.dtype == torch.uint8 else value
+    return inputs, ids, target
+
+
+def summed_loss(model, inputs: dict, ids: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Summed cross-entropy over the target tokens. The LM head runs only where a token is
+    scored: most positions are prompt, and the head is a large share of the compute."""
+    hidden = model.model(**inputs, use_cache=False).last_hidden_state
+    return torch.nn.functional.cross_entropy(scored_logits(model, hidden, target), ids[:, 1:][target[:, 1:]],
+                                             reduction="sum")
+
+
+def scored_logits(model, hidden: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Soft-capped next-token logits at the positions whose next token is scored."""
+    logits = model.lm_head(hidden[:, :-1][target[:, 1:]])
+    cap = model.config.get_text_config().final_logit_softcapping
+    return (torch.tanh(logits / cap) * cap).float()
+
+
+def temper_attention(model) -> None:
+    """Gemma 4 scores attention as q·k with RMS-normed q and k and no 1/sqrt(d) factor (the
+    norms' learned scales set the temperature). Initialised at 1, those scales give logits
+    with a standard deviation of sqrt(head_dim): near one-hot, random attention whose
+    gradients vanish, so copying (induction) took many times longer to appear. Starting
+    each scale at head_dim^-1/4 gives unit-variance logits, the usual 1/sqrt(d) temperature."""
+    with torch.no_grad():
+        for layer in model.model.language_model.layers:
+            attention = layer.self_attn
+            attention.q_norm.weight.fill_(attention.head_dim ** -0.25)
+            if not attention.is_kv_shared_layer:
+                attention.k_norm.weight.fill_(attention.head_dim ** -0.25)
+
+
+class CopyTask:
+    """Rows `<bos> noise <|"|> span <|"|> noise <|"|> span` of random tokens (the noise, 0 to
+    16 and 0 to COPY_MAX_GAP of them) around spans made of what tool arguments and answers
+    are made of (`synthetic_data.copy_payload`: made-up names, numbers, times, expressions).
+    Only the second span is scored, so the sole way to lower the loss is to find the first
+    one and copy it token by token.
+
+    Every call argument and every value an answer quotes is such a copy, but in the
+    conversations those tokens are a small share of the loss and this small model never found
+    the copying circuit (induction heads) there. Here it does, in a few hundred steps. The
+    random gap matters: with the two spans at a fixed distance the model learned to copy by
+    position, which does not carry over to a conversation."""
+
+    def __init__(self, tokenizer, seed: int):
+        self.tokenizer = tokenizer
+        self.rng = random.Random(f"copy-{seed}")
+        self.bos, self.quote = tokenizer.convert_tokens_to_ids(["<bos>", '<|"|>'])
+        self.vocab = range(len(tokenizer.added_tokens_decoder), len(tokenizer))  # specials come first
+
+    def span(self) -> list[int]:
+        ids = self.tokenizer.encode(synthetic_data.copy_payload(self.rng), add_special_tokens=False)
+        return ids[:COPY_SPAN_TOKENS]
+
+    def noise(self, most: int) -> list[int]:
+        return [self.rng.randrange(self.vocab.start, self.vocab.stop) for _ in range(self.rng.randint(0, most))]
+
+    def batch(self) -> tuple[torch.Tensor, torch.Tensor]:
+        rows, spans = [], []
+        for _ in range(COPY_BATCH):
+            span = self.span()
+            rows.append([self.bos, *self.noise(16), self.quote, *span, self.quote, *self.noise(COPY_MAX_GAP),
+                         self.quote, *span])
+            spans.append(len(span))
+        ids = torch.full((len(rows), max(map(len, rows))), self.tokenizer.pad_token_id, dtype=torch.long)
+        target = torch.zeros_like(ids, dtype=torch.bool)
+        for index, (row, span) in enumerate(zip(rows, spans)):
+            ids[index, :len(row)] = torch.tensor(row)
+            target[index, len(row) - span:len(row)] = True
+        return ids, target
+
+    def loss(self, model) -> tuple[torch.Tensor, float]:
+        """Mean cross-entropy over a fresh batch, and the share of tokens copied right."""
+        ids, target = self.batch()
+        hidden = model.model.language_model(input_ids=ids, use_cache=False).last_hidden_state
+        logits = scored_logits(model, hidden, target)
+        expected = ids[:, 1:][target[:, 1:]]
+        accuracy = (logits.argmax(-1) == expected).float().mean().item()
+        return torch.nn.functional.cross_entropy(logits, expected), accuracy
+
+
+def copy_warmup(model, task: CopyTask) -> None:
+    """Learn to copy before the conversations (see CopyTask)."""
+    optimizer = torch.optim.AdamW(model.parameters(), lr=COPY_LEARNING_RATE, betas=(0.9, 0.95), weight_decay=0.0)
+    started = time.perf_counter()
+    for step in range(COPY_WARMUP_STEPS):
+        for group in optimizer.param_groups:
+            group["lr"] = COPY_LEARNING_RATE * min(1.0, (step + 1) / WARMUP_STEPS)
+        loss, accuracy = task.loss(model)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), GRADIENT_CLIP)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        if (step + 1) % LOG_EVERY == 0:
+            print(f"copy warm-up {step + 1}/{COPY_WARMUP_STEPS}  loss {loss.item():.3f}  copied {accuracy:.2f}  "
+                  f"elapsed {(time.perf_counter() - started) / 60:.1f} min", flush=True)
+
+
+def learning_rate(step: int, total: int) -> float:
+    if step < WARMUP_STEPS:
+        return LEARNING_RATE * (step + 1) / WARMUP_STEPS
+    progress = (step - WARMUP_STEPS) / max(1, total - WARMUP_STEPS)
+    floor = LEARNING_RATE * FINAL_LEARNING_RATE_FRACTION
+    return floor + (LEARNING_RATE - floor) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+# --- training --------------------------------------------------------------------------------
+
+
+def train(seed: int, out: Path, epochs: int, mix: dict[str, int], threads: int) -> None:
+    from transformers import AutoProcessor, Gemma4ForConditionalGeneration
+
+    started = time.perf_counter()
+    torch.set_num_threads(threads)
+    processor = AutoProcessor.from_pretrained(DEFAULT_OUT)
+
+    # 1. The data, generated and tokenised before the clock that matters starts.
+    examples = synthetic_data.build_dataset(
+        DEFAULT_OUT, seed, mix, workers=threads,
+        progress=lambda done, total: print(f"data {done}/{total} episodes", flush=True))
+    tokens = sum(len(e) for e in examples)
+    trained = sum(int(e.target.sum()) for e in examples)
+    print(f"data: {len(examples)} sequences, {tokens} tokens ({trained} trained) in "
+          f"{time.perf_counter() - started:.0f} s", flush=True)
+    print("mix:", ", ".join(f"{c} {n}" for c, n in synthetic_data.category_counts(examples).items()), flush=True)
+
+    # 2. The model, from the bundle's config with a seeded random init, trained in float32.
+    torch.manual_seed(seed)
+    model = Gemma4ForConditionalGeneration(tiny_config(processor.tokenizer)).float()
+    temper_attention(model)
+    model.train()
+    print(f"model: {sum(p.numel() for p in model.parameters()) / 1e6:.2f} M parameters", flush=True)
+    # Ordinary tokens only: the tokenizer's added (special) tokens come first.
+    copy_task = CopyTask(processor.tokenizer, seed)
+    copy_warmup(model, copy_task)
+    decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and "embed" not in n]
+    no_decay = [p for n, p in model.named_parameters() if p.ndim < 2 or "embed" in n]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": WEIGHT_DECAY},
+                                   {"params": no_decay, "weight_decay": 0.0}],
+                                  lr=LEARNING_RATE, betas=(0.9, 0.95), eps=1e-8)
+
+    # 3. A fixed plan: every epoch reshuffles with the seeded generator.
+    order = random.Random(seed + 1)
+    plan = [step for _ in range(epochs) for step in plan_steps(examples, order)]
+    print(f"plan: {len(plan)} steps of ~{TOKENS_PER_STEP} tokens, {epochs} epoch(s)", flush=True)
+
+    # 4. The loop: accumulate summed losses over the step's micro-batches, then normalise by
+    #    the number of scored tokens so steps of different sizes weigh the same.
+    pad_id = processor.tokenizer.pad_token_id
+    train_started = time.perf_counter()
+    seen_tokens, window_loss, window_scored = 0, 0.0, 0
+    for step, micro_batches in enumerate(plan):
+        for group in optimizer.param_groups:
+            group["lr"] = learning_rate(step, len(plan))
+        scored_in_step = sum(int(examples[i].target[1:].sum()) for batch in micro_batches for i in batch)
+        for batch in micro_batches:
+            inputs, ids, target = collate([examples[i] for i in batch], pad_id)
+            loss = summed_loss(model, inputs, ids, target)
+            (loss / scored_in_step).backward()
+            window_loss += loss.item()
+            seen_tokens += sum(len(examples[i]) for i in batch)
+        window_scored += scored_in_step
+        copy_loss, copied = copy_task.loss(model)  # keeps the copying sharp while the rest is learned
+        (COPY_WEIGHT * copy_loss).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), GRADIENT_CLIP)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        if (step + 1) % LOG_EVERY == 0 or step + 1 == len(plan):
+            elapsed = time.perf_counter() - train_started
+            print(f"step {step + 1}/{len(plan)}  loss {window_loss / window_scored:.4f}  "
+                  f"copied {copied:.2f}  lr {learning_rate(step, len(plan)):.2e}  {seen_tokens / elapsed:.0f} tokens/s  "
+                  f"elapsed {elapsed / 60:.1f} min", flush=True)
+            final_loss = window_loss / window_scored
+            window_loss, window_scored = 0.0, 0
+
+    # 5. Save in bfloat16 next to the bundle's own tokenizer, processor and template.
+    summary = {"seed": seed, "epochs": epochs, "steps": len(plan), "sequences": len(examples), "tokens": tokens,
+               "final_loss": round(final_loss, 4), "final_copy_accuracy": round(copied, 3),
+               "training_minutes": round((time.perf_counter() - train_started) / 60, 1),
+               "total_minutes": round((time.perf_counter() - started) / 60, 1)}
+    print(f"final loss {final_loss:.4f}; training {summary['training_minutes']} min, "
+          f"total {summary['total_minutes']} min", flush=True)
+    save(model, processor, out, summary)
+
+
+def save(model, processor, out: Path, summary: dict) -> None:
+    """The weights, and training.json: its presence tells the app (status line) and the
+    tests that the bundled model is trained."""
+    if out.resolve() != DEFAULT_OUT.resolve():
+        shutil.copytree(DEFAULT_OUT, out, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("model.safetensors", "training.json"))
+    model = model.to(torch.bfloat16).eval()
+    model.generation_config = generation_config(processor.tokenizer)
+    model.save_pretrained(out)
+    (out / "training.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    size = (out / "model.safetensors").stat().st_size
+    print(f"wrote {out} ({size / 2**20:.1f} MB)", flush=True)
+
+
+# --- held-out evaluation --------------------------------------------------------------------
+
+
+def run_turn(runner, text: str, tools: list[str], thinking: bool = False, media=(), max_new_tokens: int = 160):
+    """One turn through the app's loop, greedy; returns the settled assistant turn."""
+    from gemma4_ui.chat import ChatOptions
+    from gemma4_ui.conversation import Conversation, UserTurn
+
+    options = ChatOptions(enabled_tools=tools, thinking=thinking, temperature=0.0, max_new_tokens=max_new_tokens)
+    *_, last = runner.run(Conversation([UserTurn(text, list(media))]), options, threading.Event())
+    return last.conversation.turns[-1]
+
+
+def copied(turn, name: str, key: str, expected) -> bool:
+    """Exactly one call, to `name`, whose `key` is `expected`."""
+    calls = [c for r in turn.rounds for c in r.calls]
+    return len(calls) == 1 and calls[0].name == name and (calls[0].arguments or {}).get(key) == expected
+
+
+def show_samples(runner) -> None:
+    """Raw greedy outputs (special tokens kept) of a few turns, round by round."""
+    from gemma4_ui.media import load_media
+
+    examples = ROOT / "assets" / "examples"
+    samples = [
+        ("weather, thinking on", "What's the weather in Ouagadougou?", ["get_current_weather"], True, [], 160),
+        ("image", "What did I send?", [], False, [load_media(str(examples / "shapes.png"))], 160),
+        ("long story", "Write a long story.", [], False, [], 1024),
+    ]
+    for title, text, tools, thinking, media, limit in samples:
+        turn = run_turn(runner, text, tools, thinking, media, limit)
+        print(f"--- {title}: {text}")
+        for index, round_ in enumerate(turn.rounds):
+            print(f"[round {index + 1} raw] {round_.raw}")
+            print(f"[tool response] {round_.results[0].response}")
+        raw = turn.raw if len(turn.raw) < 400 else f"{turn.raw[:200]} [...] ({turn.stats.generated_tokens} tokens)"
+        print(f"[final raw] {raw}", flush=True)
+
+
+def evaluate(out: Path, threads: int, seed: int = 12345) -> None:
+    from gemma4_ui.chat import TurnRunner
+    from gemma4_ui.engine_local import LocalEngine
+    from gemma4_ui.tools import default_registry
+
+    torch.set_num_threads(threads)
+    runner = TurnRunner(LocalEngine(str(out), device="cpu").load(), default_registry())
+    show_samples(runner)
+    rng = random.Random(seed)
+    all_tools = list(synthetic_data.BUILTIN_TOOLS)
+    cases = [("weather", f"What's the weather in {city}?", "get_current_weather", "location", city,
+              ["get_current_weather"] if i % 2 else all_tools) for i, city in enumerate(synthetic_data.HELD_OUT_CITIES)]
+    for _ in range(20):
+        expr = synthetic_data.expression(rng)
+        cases.append(("calculator", f"What's {expr}?", "calculator", "expression", expr, all_tools))
+    for zone in rng.sample(synthetic_data.held_out_time_zones(), 20):
+        cases.append(("time zone", f"What time is it in {zone}?", "current_time", "timezone", zone, all_tools))
+    results: dict[str, list[bool]] = {}
+    for kind, text, name, key, expected, tools in cases:
+        turn = run_turn(runner, text, tools, thinking=rng.random() < 0.5)
+        ok = copied(turn, name, key, expected)
+        results.setdefault(kind, []).append(ok)
+        if not ok:
+            got = [(c.name, c.arguments) for r in turn.rounds for c in r.calls] or turn.content[:80]
+            print(f"  miss ({kind}): {expected!r} -> {got}", flush=True)
+    for kind, oks in results.items():
+        print(f"{kind}: {sum(oks)}/{len(oks)} exact copies ({100 * sum(oks) / len(oks):.0f}%)", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--mix-scale", type=float, default=1.0, help="scale every category's count (quick runs)")
+    parser.add_argument("--threads", type=int, default=THREADS, help="CPU threads (and data workers)")
+    parser.add_argument("--eval", action="store_true", help="evaluate the model at --out instead of training")
+    args = parser.parse_args()
+    if args.eval:
+        evaluate(args.out, args.threads)
+    else:
+        mix = {category: max(1, round(n * args.mix_scale)) for category, n in synthetic_data.DEFAULT_MIX.items()}
+        train(args.seed, args.out, args.epochs, mix, args.threads)
+
+
+if __name__ == "__main__":
+    main()
