@@ -1,6 +1,6 @@
 """Train the bundled tiny Gemma 4 to speak the Gemma 4 protocol, from scratch, on the CPU.
 
-    python scripts/train_tiny_gemma4.py [--seed 0] [--out assets/tiny-gemma4]   # about 25 min on 2 cores
+    python scripts/train_tiny_gemma4.py [--seed 0] [--out assets/tiny-gemma4]   # about 26 min on 2 cores
     python scripts/train_tiny_gemma4.py --eval [--out assets/tiny-gemma4]        # held-out argument copying
 
 Training builds the model from `build_tiny_gemma4.tiny_config` (random init, seeded), trains it
@@ -13,6 +13,11 @@ Seeded: the same seed gives the same data, order and initialisation.
 `--eval` drives the saved model the way the app does (`LocalEngine` + `TurnRunner`, greedy)
 on city names, expressions and time zones that never occur in the training data, and reports
 how often the call's argument is an exact copy.
+
+Status (seed 0, default settings): final loss 1.19, copy-task accuracy 0.94, 26 min. The model
+acknowledges each medium ("I received two images."), tells long stories, and calls the right
+tool in the right format, but garbles held-out arguments (exact copies: 0/61 cities, 3/20
+expressions, 0/20 time zones) and often loops, so the bundle keeps random weights for now.
 """
 
 from __future__ import annotations
@@ -150,8 +155,8 @@ class CopyTask:
 
     Every call argument and every value an answer quotes is such a copy, but in the
     conversations those tokens are a small share of the loss and this small model never found
-    the copying circuit (induction heads) there. Here it does, in a few hundred steps. The
-    random gap matters: with the two spans at a fixed distance the model learned to copy by
+    the copying circuit (induction heads) there. Here it finds one (0.8 of the tokens copied
+    after 500 steps), though it carries over to conversations only in part. The random gap matters: with the two spans at a fixed distance the model learned to copy by
     position, which does not carry over to a conversation."""
 
     def __init__(self, tokenizer, seed: int):
