@@ -97,3 +97,24 @@ def test_stop_ends_generation(app_server):
             break
         time.sleep(0.1)
     assert not any(t.name == "gemma4-generate" for t in threading.enumerate())
+
+
+def test_every_gallery_example_runs_offline(app_server):
+    """A presenter clicks through the examples gallery: each one (its media, thinking and
+    tools) gets a reply on the bundled model, none an error, each in a fresh conversation."""
+    from gemma4_ui.ui import _examples
+
+    rows, labels = _examples()
+    assert len(rows) == len(labels) == 7
+    for label, (message, thinking, tools) in zip(labels, rows):
+        client = app_server.client()
+        files = [handle_file(path) for path in message["files"]]
+        chat = client.predict({"text": message["text"], "files": files}, thinking=thinking, enabled_tools=tools,
+                              max_new_tokens=16, temperature=0, api_name="/chat")
+        sent = [m for m in chat if m["role"] == "user"]
+        assert texts(sent)[-1] == message["text"], label
+        assert len(sent) == len(message["files"]) + 1, f"{label}: every file is shown"
+        assert chat[-1]["role"] == "assistant", label
+        # With random weights and 16 tokens a reply may be cut short; anything else is a failure.
+        notices = [t for t in texts(chat) if t.startswith("⚠️")]
+        assert all(t.startswith(("⚠️ Cut off", "⚠️ The reply ended")) for t in notices), (label, notices)
