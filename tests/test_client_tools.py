@@ -66,3 +66,23 @@ def test_a_bad_schema_is_refused_with_a_clear_message(replay_server):
         client.predict(json.dumps(bad), api_name="/declare_tool")
     with pytest.raises(AppError, match="JSON"):
         client.predict("{not json", api_name="/declare_tool")
+
+
+def test_the_calculator_round_through_the_app(processor):
+    """Issue 5's scenario: "what's 17.5% of 2,340?" with the calculator on. The model's call and
+    answer are recorded Gemma 4 text; the app parses the call, checks it, runs the real
+    calculator, shows the call with its result in a panel, feeds the result back, and shows the
+    answer."""
+    call = '<|tool_call>call:calculator{expression:<|"|>17.5% of 2,340<|"|>}<tool_call|><|tool_response>'
+    engine = ReplayEngine(processor, [call, "17.5% of 2,340 is 409.5.<turn|>"])
+    server = start_app(engine)
+    try:
+        chat = server.client().predict({"text": "What's 17.5% of 2,340?", "files": []}, enabled_tools=["calculator"],
+                                       api_name="/chat")
+    finally:
+        server.demo.close()
+    (panel,) = [m for m in chat if (m.get("metadata") or {}).get("title", "").startswith("🛠️")]
+    assert panel["metadata"]["title"] == "🛠️ calculator" and panel["metadata"]["status"] == "done"
+    assert '"expression": "17.5% of 2,340"' in text_of(panel) and "409.5" in text_of(panel)
+    assert text_of(chat[-1]) == "17.5% of 2,340 is 409.5." and chat[-1]["metadata"] is None
+    assert 'response:calculator{expression:<|"|>17.5 / 100 * 2340<|"|>,result:409.5}' in engine.prompts[-1]
