@@ -63,20 +63,16 @@ BYTE_TOKENS = [f"<0x{b:02X}>" for b in range(256)]
 def build_tokenizer(out: Path, seed: int):
     """Train the BPE on our corpus, then lay out the vocabulary as: control tokens, the 256
     byte-fallback tokens, then the learned pieces. Digits never merge (as in Gemma)."""
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, trainers
     from transformers import GemmaTokenizer
 
-    # 1. Learn merges on pieces that start at a word boundary ("▁word"), with digits and
-    #    newline runs kept apart, so no merge crosses a word or glues digits together.
+    # 1. Learn merges on pieces that never hold a space ("▁") or a punctuation mark, with
+    #    digits and newline runs kept apart. A name then has the same tokens wherever it
+    #    stands: after a space in the user's message, after `<|"|>` in a call's argument,
+    #    before "?" or "/" — so the model can copy it token for token.
     trainer_tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True))
     trainer_tok.normalizer = normalizers.Replace(" ", "▁")
-    trainer_tok.pre_tokenizer = pre_tokenizers.Sequence(
-        [
-            pre_tokenizers.Split("▁", behavior="merged_with_next"),
-            pre_tokenizers.Digits(individual_digits=True),
-            pre_tokenizers.Split(Regex("\n+"), behavior="isolated"),
-        ]
-    )
+    trainer_tok.pre_tokenizer = copy_friendly_pre_tokenizer()
     n_reserved = len(SPECIAL_TOKENS) + len(BYTE_TOKENS)
     trainer = trainers.BpeTrainer(
         vocab_size=VOCAB_SIZE - n_reserved, min_frequency=2, show_progress=False, special_tokens=[]
@@ -92,10 +88,11 @@ def build_tokenizer(out: Path, seed: int):
         vocab.setdefault(piece, len(vocab))
     merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in learned["merges"]]
 
-    # 3. The same pipeline GemmaTokenizer uses: spaces become "▁", byte fallback, no pre-split.
+    # 3. GemmaTokenizer's pipeline (spaces become "▁", byte fallback), with the same pre-split
+    #    as the training, so no piece spans a space or a punctuation mark.
     tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token="<unk>", byte_fallback=True, fuse_unk=True))
     tok.normalizer = normalizers.Replace(" ", "▁")
-    tok.pre_tokenizer = pre_tokenizers.Split(" ", behavior="merged_with_previous")
+    tok.pre_tokenizer = copy_friendly_pre_tokenizer()
     tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()])
     tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS])
 
@@ -113,6 +110,17 @@ def build_tokenizer(out: Path, seed: int):
     )
     hf_tok._tokenizer = tok
     return hf_tok
+
+
+def copy_friendly_pre_tokenizer():
+    """Spaces ("▁"), each punctuation or symbol character and each digit stand alone;
+    newline runs stay together."""
+    from tokenizers import Regex, pre_tokenizers
+
+    return pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex("\n+"), behavior="isolated"),
+        pre_tokenizers.Split(Regex("[^\\p{L}\\p{M}\\n]"), behavior="isolated"),
+    ])
 
 
 _STANDARD_KEYS = {"pad_token", "eos_token", "bos_token", "unk_token", "mask_token"}
@@ -135,9 +143,12 @@ def build_processor(tokenizer, template_path: Path):
     )
 
 
-def tiny_config(tokenizer):
-    """Gemma 4 in miniature: the E2B layout (sliding/full attention, per-layer embeddings,
-    KV sharing, vision and audio towers) at a size that trains on a laptop CPU."""
+def tiny_config(tokenizer, layers: int = 4):
+    """Gemma 4 in miniature: the E2B layout (sliding and full attention, per-layer embeddings,
+    vision and audio towers) at a size that trains on a laptop CPU. Two choices serve copying
+    (a tool's argument is a copy of the user's words): the sliding layers see only the last
+    three tokens, which makes them previous-token heads for the full layers' look-ups, and
+    every layer keeps its own keys and values (no KV sharing, four KV heads)."""
     from transformers import Gemma4AudioConfig, Gemma4Config, Gemma4TextConfig, Gemma4VisionConfig
 
     ids = {name: tokenizer.convert_tokens_to_ids(tok) for name, tok in NAMED_TOKENS.items()}
@@ -145,14 +156,14 @@ def tiny_config(tokenizer):
         vocab_size=len(tokenizer),
         hidden_size=192,
         intermediate_size=576,
-        num_hidden_layers=4,
+        num_hidden_layers=layers,
         num_attention_heads=4,
-        num_key_value_heads=1,
+        num_key_value_heads=4,
         head_dim=48,
         global_head_dim=96,
-        layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
-        num_kv_shared_layers=2,
-        sliding_window=512,
+        layer_types=["sliding_attention", "full_attention"] * (layers // 2),
+        num_kv_shared_layers=0,
+        sliding_window=3,
         max_position_embeddings=131072,
         vocab_size_per_layer_input=len(tokenizer),
         hidden_size_per_layer_input=16,

@@ -133,10 +133,25 @@ def pick(rng: random.Random, options):
     return options[rng.randrange(len(options))]
 
 
+LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def letter_word(rng: random.Random) -> str:
+    """Letters at random ("Kzorptaw"): names whose pieces the model has never seen together,
+    so copying cannot lean on familiar syllables."""
+    return "".join(pick(rng, LETTERS) for _ in range(rng.randint(3, 11)))
+
+
 def syllable_word(rng: random.Random, syllables: tuple[int, int] = (1, 3)) -> str:
     while True:
-        word = "".join(pick(rng, ONSETS) + pick(rng, VOWELS) + pick(rng, CODAS)
-                       for _ in range(rng.randint(*syllables)))
+        if rng.random() < 0.15:
+            word = letter_word(rng)
+        else:
+            word = "".join(pick(rng, ONSETS) + pick(rng, VOWELS) + pick(rng, CODAS)
+                           for _ in range(rng.randint(*syllables)))
+        if rng.random() < 0.03 and len(word) > 3:  # an apostrophe, as in N'Djamena or Xi'an
+            i = rng.randint(1, len(word) - 2)
+            word = word[:i] + "'" + word[i:]
         if rng.random() < 0.08:  # now and then a letter with a diacritic, which the tokenizer spells in bytes
             spots = [i for i, ch in enumerate(word) if ch in ACCENTS]
             if spots:
@@ -617,12 +632,19 @@ REPEAT_REQUESTS = ("Repeat after me: {p}", "Say exactly this: {p}", "Echo: {p}",
                    "Please repeat: {p}", "Repeat exactly: {p}", 'Repeat "{p}"', "Say {p}")
 
 
+def zone_like(rng: random.Random) -> str:
+    """A made-up "Region/Some_City" in the shape of an IANA time zone name."""
+    region = pick(rng, ("Africa", "America", "Asia", "Atlantic", "Australia", "Europe", "Indian", "Pacific"))
+    city = "_".join(syllable_word(rng, (1, 3)) for _ in range(pick(rng, (1, 1, 2, 3))))
+    return f"{region}/{city}"
+
+
 def copy_payload(rng: random.Random) -> str:
     """Names, numbers, times, words and expressions: what the tools' arguments are made of."""
     makers = (lambda: city_name(rng), lambda: person_name(rng), lambda: calc_number(rng),
               lambda: f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}", lambda: pick(rng, NOUNS),
               lambda: pick(rng, ADJECTIVES), lambda: syllable_word(rng).lower(), lambda: expression(rng),
-              lambda: canonical_number(rng, -50, 5000))
+              lambda: canonical_number(rng, -50, 5000), lambda: zone_like(rng), lambda: city_name(rng))
     return pick(rng, (" ", ", ", " ")).join(pick(rng, makers)() for _ in range(rng.randint(1, 5)))
 
 

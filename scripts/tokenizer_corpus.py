@@ -101,7 +101,16 @@ def _sentence(rng: random.Random) -> str:
     )
 
 
-def corpus(seed: int = 0, lines: int = 20000) -> list[str]:
+def _names(rng: random.Random) -> str:
+    """Made-up names, as the training's arguments are made of, so that syllables such as
+    "dou" or "ga" become pieces and a name costs a few tokens rather than one per letter."""
+    from scripts.synthetic_data import city_name, person_name
+
+    return " ".join(rng.choice((city_name, person_name))(rng) for _ in range(rng.randint(1, 4)))
+
+
+def corpus(seed: int = 0, lines: int = 20000, name_lines: int = 8000) -> list[str]:
     """Deterministic lines of text: the same seed always gives the same corpus."""
     rng = random.Random(seed)
-    return [" ".join(_sentence(rng) for _ in range(rng.randint(1, 3))) for _ in range(lines)]
+    text = [" ".join(_sentence(rng) for _ in range(rng.randint(1, 3))) for _ in range(lines)]
+    return text + [_names(rng) for _ in range(name_lines)]

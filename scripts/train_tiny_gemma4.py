@@ -49,11 +49,15 @@ GRADIENT_CLIP = 1.0
 TOKENS_PER_STEP = 10_000  # real (unpadded) tokens per optimizer step
 MICRO_BATCH_TOKENS = 4_096  # padded tokens per forward pass
 LOG_EVERY = 20
-COPY_WARMUP_STEPS = 500  # steps on the copy task alone, before the conversations (see CopyTask)
-COPY_LEARNING_RATE = 3e-3
-COPY_BATCH = 32  # rows per copy batch, one per step in the warm-up and in the main loop
-COPY_SPAN_TOKENS = 24
+COPY_WARMUP_STEPS = 900  # at most, on the copy task alone, before the conversations (see CopyTask)
+COPY_WARMUP_MIN_STEPS = 300
+COPY_WARMUP_DONE = 0.97  # copy accuracy (mean of the last LOG_EVERY steps) that ends the warm-up early
+COPY_LEARNING_RATE = 3e-3  # copying appears suddenly after ~350 steps, and only while the rate is high
+COPY_BATCH = 24  # rows per copy batch, one per step in the warm-up and in the main loop
+COPY_SPAN_TOKENS = (3, 20)
 COPY_MAX_GAP = 24
+CHECKPOINT_EVERY = 50  # main-loop steps between checkpoints (the warm-up saves when it ends)
+POST_NORM_SCALE = 0.3  # initial scale of the norms on each block's output (see initialise_for_copying)
 COPY_WEIGHT = 0.5  # the copy loss's weight next to the conversations' in the main loop
 MEDIA_KEYS = ("pixel_values", "image_position_ids", "pixel_values_videos", "video_position_ids",
               "num_frames_per_video", "input_features", "input_features_mask")
@@ -120,6 +124,8 @@ def collate(examples: list, pad_id: int) -> tuple[dict, torch.Tensor, torch.Tens
 def summed_loss(model, inputs: dict, ids: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """Summed cross-entropy over the target tokens. The LM head runs only where a token is
     scored: most positions are prompt, and the head is a large share of the compute."""
+    inputs = {k: v.to(model.device) if torch.is_tensor(v) else v for k, v in inputs.items()}
+    ids, target = ids.to(model.device), target.to(model.device)
     hidden = model.model(**inputs, use_cache=False).last_hidden_state
     return torch.nn.functional.cross_entropy(scored_logits(model, hidden, target), ids[:, 1:][target[:, 1:]],
                                              reduction="sum")
@@ -132,18 +138,27 @@ def scored_logits(model, hidden: torch.Tensor, target: torch.Tensor) -> torch.Te
     return (torch.tanh(logits / cap) * cap).float()
 
 
-def temper_attention(model) -> None:
-    """Gemma 4 scores attention as q·k with RMS-normed q and k and no 1/sqrt(d) factor (the
+def initialise_for_copying(model) -> None:
+    """Two changes to the random init that let copying (induction heads) appear early.
+
+    Gemma 4 scores attention as q·k with RMS-normed q and k and no 1/sqrt(d) factor (the
     norms' learned scales set the temperature). Initialised at 1, those scales give logits
     with a standard deviation of sqrt(head_dim): near one-hot, random attention whose
-    gradients vanish, so copying (induction) took many times longer to appear. Starting
-    each scale at head_dim^-1/4 gives unit-variance logits, the usual 1/sqrt(d) temperature."""
+    gradients vanish. Starting each scale at head_dim^-1/4 gives unit-variance logits.
+
+    Each block's output passes a norm initialised to unit size, added to embeddings of about
+    0.3 (0.02 * sqrt(hidden)): after one layer the token's own identity is mostly drowned,
+    and copying needs it. Those output norms start at POST_NORM_SCALE instead."""
     with torch.no_grad():
         for layer in model.model.language_model.layers:
             attention = layer.self_attn
             attention.q_norm.weight.fill_(attention.head_dim ** -0.25)
             if not attention.is_kv_shared_layer:
                 attention.k_norm.weight.fill_(attention.head_dim ** -0.25)
+            for name in ("post_attention_layernorm", "post_feedforward_layernorm", "post_per_layer_input_norm"):
+                norm = getattr(layer, name, None)
+                if norm is not None and getattr(norm, "with_scale", False):
+                    norm.weight.fill_(POST_NORM_SCALE)
 
 
 class CopyTask:
@@ -166,8 +181,10 @@ class CopyTask:
         self.vocab = range(len(tokenizer.added_tokens_decoder), len(tokenizer))  # specials come first
 
     def span(self) -> list[int]:
-        ids = self.tokenizer.encode(synthetic_data.copy_payload(self.rng), add_special_tokens=False)
-        return ids[:COPY_SPAN_TOKENS]
+        while True:
+            ids = self.tokenizer.encode(synthetic_data.copy_payload(self.rng), add_special_tokens=False)
+            if len(ids) >= COPY_SPAN_TOKENS[0]:
+                return ids[:self.rng.randint(COPY_SPAN_TOKENS[0], COPY_SPAN_TOKENS[1])]
 
     def noise(self, most: int) -> list[int]:
         return [self.rng.randrange(self.vocab.start, self.vocab.stop) for _ in range(self.rng.randint(0, most))]
@@ -188,7 +205,7 @@ class CopyTask:
 
     def loss(self, model) -> tuple[torch.Tensor, float]:
         """Mean cross-entropy over a fresh batch, and the share of tokens copied right."""
-        ids, target = self.batch()
+        ids, target = (t.to(model.device) for t in self.batch())
         hidden = model.model.language_model(input_ids=ids, use_cache=False).last_hidden_state
         logits = scored_logits(model, hidden, target)
         expected = ids[:, 1:][target[:, 1:]]
@@ -196,11 +213,13 @@ class CopyTask:
         return torch.nn.functional.cross_entropy(logits, expected), accuracy
 
 
-def copy_warmup(model, task: CopyTask) -> None:
-    """Learn to copy before the conversations (see CopyTask)."""
+def copy_warmup(model, task: CopyTask, max_steps: int = COPY_WARMUP_STEPS) -> int:
+    """Learn to copy before the conversations (see CopyTask), at a constant high rate, until
+    the copy accuracy reaches COPY_WARMUP_DONE (or COPY_WARMUP_STEPS). Returns the steps run."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=COPY_LEARNING_RATE, betas=(0.9, 0.95), weight_decay=0.0)
     started = time.perf_counter()
-    for step in range(COPY_WARMUP_STEPS):
+    recent: list[float] = []
+    for step in range(max_steps):
         for group in optimizer.param_groups:
             group["lr"] = COPY_LEARNING_RATE * min(1.0, (step + 1) / WARMUP_STEPS)
         loss, accuracy = task.loss(model)
@@ -208,9 +227,14 @@ def copy_warmup(model, task: CopyTask) -> None:
         torch.nn.utils.clip_grad_norm_(model.parameters(), GRADIENT_CLIP)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+        recent = (recent + [accuracy])[-LOG_EVERY:]
         if (step + 1) % LOG_EVERY == 0:
-            print(f"copy warm-up {step + 1}/{COPY_WARMUP_STEPS}  loss {loss.item():.3f}  copied {accuracy:.2f}  "
-                  f"elapsed {(time.perf_counter() - started) / 60:.1f} min", flush=True)
+            print(f"copy warm-up {step + 1}/{max_steps}  loss {loss.item():.3f}  "
+                  f"copied {sum(recent) / len(recent):.3f}  elapsed {(time.perf_counter() - started) / 60:.1f} min",
+                  flush=True)
+            if step + 1 >= COPY_WARMUP_MIN_STEPS and sum(recent) / len(recent) >= COPY_WARMUP_DONE:
+                return step + 1
+    return max_steps
 
 
 def learning_rate(step: int, total: int) -> float:
@@ -224,7 +248,8 @@ def learning_rate(step: int, total: int) -> float:
 # --- training --------------------------------------------------------------------------------
 
 
-def train(seed: int, out: Path, epochs: int, mix: dict[str, int], threads: int) -> None:
+def train(seed: int, out: Path, epochs: int, mix: dict[str, int], threads: int, checkpoint: Path,
+          resume: bool, device: str, copy_warmup_steps: int = COPY_WARMUP_STEPS) -> None:
     from transformers import AutoProcessor, Gemma4ForConditionalGeneration
 
     started = time.perf_counter()
@@ -244,12 +269,11 @@ def train(seed: int, out: Path, epochs: int, mix: dict[str, int], threads: int) 
     # 2. The model, from the bundle's config with a seeded random init, trained in float32.
     torch.manual_seed(seed)
     model = Gemma4ForConditionalGeneration(tiny_config(processor.tokenizer)).float()
-    temper_attention(model)
+    initialise_for_copying(model)
+    model.to(device)
     model.train()
     print(f"model: {sum(p.numel() for p in model.parameters()) / 1e6:.2f} M parameters", flush=True)
-    # Ordinary tokens only: the tokenizer's added (special) tokens come first.
     copy_task = CopyTask(processor.tokenizer, seed)
-    copy_warmup(model, copy_task)
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and "embed" not in n]
     no_decay = [p for n, p in model.named_parameters() if p.ndim < 2 or "embed" in n]
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": WEIGHT_DECAY},
@@ -261,12 +285,27 @@ def train(seed: int, out: Path, epochs: int, mix: dict[str, int], threads: int) 
     plan = [step for _ in range(epochs) for step in plan_steps(examples, order)]
     print(f"plan: {len(plan)} steps of ~{TOKENS_PER_STEP} tokens, {epochs} epoch(s)", flush=True)
 
-    # 4. The loop: accumulate summed losses over the step's micro-batches, then normalise by
+    # 4. Copying first (or where a checkpoint left off: the plan is the same for the same seed).
+    first_step, warmup_steps, minutes_before = 0, 0, 0.0
+    if resume and checkpoint.exists():
+        state = torch.load(checkpoint, weights_only=False, map_location=device)
+        model.load_state_dict(state["model"])
+        if state["optimizer"] is not None:
+            optimizer.load_state_dict(state["optimizer"])
+        copy_task.rng.setstate(state["copy_rng"])
+        first_step, warmup_steps, minutes_before = state["step"], state["warmup_steps"], state["minutes"]
+        print(f"resumed from {checkpoint} at step {first_step}", flush=True)
+    else:
+        warmup_steps = copy_warmup(model, copy_task, copy_warmup_steps)
+        save_checkpoint(checkpoint, model, None, copy_task, 0, warmup_steps, (time.perf_counter() - started) / 60)
+
+    # 5. The loop: accumulate summed losses over the step's micro-batches, then normalise by
     #    the number of scored tokens so steps of different sizes weigh the same.
     pad_id = processor.tokenizer.pad_token_id
     train_started = time.perf_counter()
-    seen_tokens, window_loss, window_scored = 0, 0.0, 0
-    for step, micro_batches in enumerate(plan):
+    seen_tokens, window_loss, window_scored, final_loss, copied = 0, 0.0, 0, float("nan"), float("nan")
+    for step in range(first_step, len(plan)):
+        micro_batches = plan[step]
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(step, len(plan))
         scored_in_step = sum(int(examples[i].target[1:].sum()) for batch in micro_batches for i in batch)
@@ -284,20 +323,36 @@ def train(seed: int, out: Path, epochs: int, mix: dict[str, int], threads: int) 
         optimizer.zero_grad(set_to_none=True)
         if (step + 1) % LOG_EVERY == 0 or step + 1 == len(plan):
             elapsed = time.perf_counter() - train_started
-            print(f"step {step + 1}/{len(plan)}  loss {window_loss / window_scored:.4f}  "
+            final_loss = window_loss / window_scored
+            print(f"step {step + 1}/{len(plan)}  loss {final_loss:.4f}  "
                   f"copied {copied:.2f}  lr {learning_rate(step, len(plan)):.2e}  {seen_tokens / elapsed:.0f} tokens/s  "
                   f"elapsed {elapsed / 60:.1f} min", flush=True)
-            final_loss = window_loss / window_scored
             window_loss, window_scored = 0.0, 0
+        if (step + 1) % CHECKPOINT_EVERY == 0:
+            save_checkpoint(checkpoint, model, optimizer, copy_task, step + 1, warmup_steps,
+                            minutes_before + (time.perf_counter() - started) / 60)
 
-    # 5. Save in bfloat16 next to the bundle's own tokenizer, processor and template.
-    summary = {"seed": seed, "epochs": epochs, "steps": len(plan), "sequences": len(examples), "tokens": tokens,
-               "final_loss": round(final_loss, 4), "final_copy_accuracy": round(copied, 3),
-               "training_minutes": round((time.perf_counter() - train_started) / 60, 1),
-               "total_minutes": round((time.perf_counter() - started) / 60, 1)}
-    print(f"final loss {final_loss:.4f}; training {summary['training_minutes']} min, "
-          f"total {summary['total_minutes']} min", flush=True)
+    # 6. Save in bfloat16 next to the bundle's own tokenizer, processor and template.
+    total_minutes = minutes_before + (time.perf_counter() - started) / 60
+    summary = {"seed": seed, "epochs": epochs, "copy_warmup_steps": warmup_steps, "steps": len(plan),
+               "sequences": len(examples), "tokens": tokens, "final_loss": round(final_loss, 4),
+               "final_copy_accuracy": round(copied, 3), "total_minutes": round(total_minutes, 1),
+               "parameters": sum(p.numel() for p in model.parameters())}
+    print(f"final loss {final_loss:.4f}; total {summary['total_minutes']} min", flush=True)
     save(model, processor, out, summary)
+
+
+def save_checkpoint(path: Path, model, optimizer, copy_task: CopyTask, step: int, warmup_steps: int,
+                    minutes: float) -> None:
+    """Everything a resumed run needs; written to a temporary name first, so a run killed
+    while saving keeps the previous checkpoint."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict() if optimizer else None,
+                "copy_rng": copy_task.rng.getstate(), "step": step, "warmup_steps": warmup_steps,
+                "minutes": minutes}, partial)
+    partial.replace(path)
+    print(f"checkpoint: step {step} -> {path}", flush=True)
 
 
 def save(model, processor, out: Path, summary: dict) -> None:
@@ -306,7 +361,7 @@ def save(model, processor, out: Path, summary: dict) -> None:
     if out.resolve() != DEFAULT_OUT.resolve():
         shutil.copytree(DEFAULT_OUT, out, dirs_exist_ok=True,
                         ignore=shutil.ignore_patterns("model.safetensors", "training.json"))
-    model = model.to(torch.bfloat16).eval()
+    model = model.to("cpu", torch.bfloat16).eval()
     model.generation_config = generation_config(processor.tokenizer)
     model.save_pretrained(out)
     (out / "training.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
@@ -333,35 +388,38 @@ def copied(turn, name: str, key: str, expected) -> bool:
     return len(calls) == 1 and calls[0].name == name and (calls[0].arguments or {}).get(key) == expected
 
 
-def show_samples(runner) -> None:
-    """Raw greedy outputs (special tokens kept) of a few turns, round by round."""
-    from gemma4_ui.media import load_media
-
-    examples = ROOT / "assets" / "examples"
-    samples = [
-        ("weather, thinking on", "What's the weather in Ouagadougou?", ["get_current_weather"], True, [], 160),
-        ("image", "What did I send?", [], False, [load_media(str(examples / "shapes.png"))], 160),
-        ("long story", "Write a long story.", [], False, [], 1024),
-    ]
-    for title, text, tools, thinking, media, limit in samples:
-        turn = run_turn(runner, text, tools, thinking, media, limit)
-        print(f"--- {title}: {text}")
-        for index, round_ in enumerate(turn.rounds):
-            print(f"[round {index + 1} raw] {round_.raw}")
-            print(f"[tool response] {round_.results[0].response}")
-        raw = turn.raw if len(turn.raw) < 400 else f"{turn.raw[:200]} [...] ({turn.stats.generated_tokens} tokens)"
-        print(f"[final raw] {raw}", flush=True)
+def answer_uses_result(turn, values) -> bool:
+    """The final answer quotes every value the tool returned that the answer is about."""
+    return bool(turn.rounds) and all(str(value) in turn.content for value in values(turn.rounds[0].results[0]))
 
 
-def evaluate(out: Path, threads: int, seed: int = 12345) -> None:
-    from gemma4_ui.chat import TurnRunner
-    from gemma4_ui.engine_local import LocalEngine
-    from gemma4_ui.tools import default_registry
+def ended_cleanly(turn, max_new_tokens: int) -> bool:
+    """Every round ended by `<|tool_response>`, the answer by `<turn|>`, well before the limit
+    and with nothing the parser had to report."""
+    stats = [r.stats for r in turn.rounds] + [turn.stats]
+    return (not turn.notice and all(r.stats.stop_reason == "tool_call" for r in turn.rounds)
+            and turn.stats.stop_reason == "stop" and all(s.generated_tokens < max_new_tokens * 0.8 for s in stats))
 
-    torch.set_num_threads(threads)
-    runner = TurnRunner(LocalEngine(str(out), device="cpu").load(), default_registry())
-    show_samples(runner)
-    rng = random.Random(seed)
+
+def thought_as_asked(turn, thinking: bool) -> bool:
+    """With thinking on, a short non-empty thought before the call (or the answer) and before
+    the answer; with it off, no thought at all."""
+    thoughts = [r.reasoning for r in turn.rounds] + [turn.reasoning]
+    if not thinking:
+        return not any(t.strip() for t in thoughts)
+    return all(0 < len(t.strip()) <= 400 for t in thoughts)
+
+
+TOOL_VALUES = {  # what an answer must quote from each tool's response
+    "get_current_weather": lambda result: (result.response["temperature"], result.response["weather"]),
+    "calculator": lambda result: (result.response["result"],),
+    "current_time": lambda result: (result.response["time"],),
+}
+
+
+def held_out_cases(rng: random.Random) -> list[tuple[str, str, str, str, str, list[str]]]:
+    """(kind, question, tool, argument, expected value, enabled tools): names, expressions and
+    zones the training data never holds, asked in the app's example phrasing."""
     all_tools = list(synthetic_data.BUILTIN_TOOLS)
     cases = [("weather", f"What's the weather in {city}?", "get_current_weather", "location", city,
               ["get_current_weather"] if i % 2 else all_tools) for i, city in enumerate(synthetic_data.HELD_OUT_CITIES)]
@@ -370,16 +428,60 @@ def evaluate(out: Path, threads: int, seed: int = 12345) -> None:
         cases.append(("calculator", f"What's {expr}?", "calculator", "expression", expr, all_tools))
     for zone in rng.sample(synthetic_data.held_out_time_zones(), 20):
         cases.append(("time zone", f"What time is it in {zone}?", "current_time", "timezone", zone, all_tools))
+    return cases
+
+
+MEDIA_CASES = (  # files from assets/examples and the acknowledgement each must get
+    (("shapes.png",), "one image"), (("shapes.png", "street.jpg"), "two images"),
+    (("speech.wav",), "an audio clip"), (("bouncing_ball.mp4",), "a video"),
+)
+
+
+def evaluate(out: Path, threads: int, seed: int = 12345) -> None:
+    """Greedy, through the app's own engine and tool loop, on what training never showed:
+    the share of exact argument copies, of answers that quote the tool's result, of thoughts
+    present exactly when asked for, of media acknowledged, and of replies that end cleanly."""
+    from gemma4_ui.chat import TurnRunner
+    from gemma4_ui.engine_local import LocalEngine
+    from gemma4_ui.media import load_media
+    from gemma4_ui.tools import default_registry
+
+    torch.set_num_threads(threads)
+    runner = TurnRunner(LocalEngine(str(out), device="cpu").load(), default_registry())
+    show_samples(runner)
+    rng = random.Random(seed)
     results: dict[str, list[bool]] = {}
-    for kind, text, name, key, expected, tools in cases:
-        turn = run_turn(runner, text, tools, thinking=rng.random() < 0.5)
-        ok = copied(turn, name, key, expected)
+
+    def record(kind: str, ok: bool, detail) -> None:
         results.setdefault(kind, []).append(ok)
         if not ok:
-            got = [(c.name, c.arguments) for r in turn.rounds for c in r.calls] or turn.content[:80]
-            print(f"  miss ({kind}): {expected!r} -> {got}", flush=True)
+            print(f"  miss ({kind}): {detail}", flush=True)
+
+    limit = 160
+    for kind, text, name, key, expected, tools in held_out_cases(rng):
+        thinking = rng.random() < 0.5
+        turn = run_turn(runner, text, tools, thinking=thinking, max_new_tokens=limit)
+        calls = [(c.name, c.arguments) for r in turn.rounds for c in r.calls]
+        ok = copied(turn, name, key, expected)
+        record(f"{kind} argument copied", ok, f"{expected!r} -> {calls or turn.content[:80]}")
+        if ok:
+            record(f"{kind} answer quotes the result", answer_uses_result(turn, TOOL_VALUES[name]),
+                   f"{turn.rounds[0].results[0].response} -> {turn.content[:120]!r}")
+        record(f"thinking {'on' if thinking else 'off'}: thought as asked", thought_as_asked(turn, thinking),
+               f"{text!r}: {[r.reasoning[:60] for r in turn.rounds] + [turn.reasoning[:60]]}")
+        record("ends cleanly", ended_cleanly(turn, limit), f"{text!r}: {turn.notice or turn.stats.stop_reason}")
+    examples = ROOT / "assets" / "examples"
+    for files, expected in MEDIA_CASES:
+        for thinking in (False, True):
+            turn = run_turn(runner, "What did I send?", [], thinking=thinking,
+                            media=[load_media(str(examples / f)) for f in files], max_new_tokens=limit)
+            record("media acknowledged", expected in turn.content, f"{files} -> {turn.content[:80]!r}")
+            record(f"thinking {'on' if thinking else 'off'}: thought as asked", thought_as_asked(turn, thinking),
+                   f"{files}: {turn.reasoning[:60]!r}")
+            record("ends cleanly", ended_cleanly(turn, limit), f"{files}: {turn.notice or turn.stats.stop_reason}")
+    print("--- held-out behaviour (greedy)", flush=True)
     for kind, oks in results.items():
-        print(f"{kind}: {sum(oks)}/{len(oks)} exact copies ({100 * sum(oks) / len(oks):.0f}%)", flush=True)
+        print(f"{kind}: {sum(oks)}/{len(oks)} ({100 * sum(oks) / len(oks):.0f}%)", flush=True)
 
 
 def main() -> None:
@@ -389,13 +491,19 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--mix-scale", type=float, default=1.0, help="scale every category's count (quick runs)")
     parser.add_argument("--threads", type=int, default=THREADS, help="CPU threads (and data workers)")
+    parser.add_argument("--checkpoint", type=Path, default=ROOT / "out" / "train-checkpoint.pt",
+                        help="where progress is saved every few minutes")
+    parser.add_argument("--resume", action="store_true", help="continue from --checkpoint")
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda where a GPU is available")
+    parser.add_argument("--copy-warmup-steps", type=int, default=COPY_WARMUP_STEPS, help="at most (quick runs)")
     parser.add_argument("--eval", action="store_true", help="evaluate the model at --out instead of training")
     args = parser.parse_args()
     if args.eval:
         evaluate(args.out, args.threads)
     else:
         mix = {category: max(1, round(n * args.mix_scale)) for category, n in synthetic_data.DEFAULT_MIX.items()}
-        train(args.seed, args.out, args.epochs, mix, args.threads)
+        train(args.seed, args.out, args.epochs, mix, args.threads, args.checkpoint, args.resume, args.device,
+              args.copy_warmup_steps)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,46 @@
+"""The bundled tokenizer lets a model copy: a name has the same tokens in the user's message
+as in a call's argument, wherever it stands and whatever punctuation follows it."""
+
+from __future__ import annotations
+
+import pytest
+
+from scripts import synthetic_data
+
+QUOTE = '<|"|>'
+QUESTIONS = (synthetic_data.WEATHER_QUESTIONS + synthetic_data.WEATHER_QUESTIONS_F + synthetic_data.TIME_QUESTIONS
+             + synthetic_data.CALC_QUESTIONS + ("{c}, please.", "({c})", "'{c}'", '"{c}"', "{c}/{c}"))
+NAMES = (synthetic_data.HELD_OUT_CITIES + synthetic_data.held_out_time_zones()
+         + ("17.5% of 2,340", "sqrt(81) + 3^2", "N'Djamena", "Xi'an", "Saint-Étienne", "Łódź", "Nuuk",
+            "Ciudad del Este", "Baden-Baden", "Ağrı", "Đà Nẵng", "東京", "Zaporizhzhia"))
+
+
+def argument_tokens(tokenizer, value: str) -> list[int]:
+    ids = tokenizer.encode(f"{QUOTE}{value}{QUOTE}", add_special_tokens=False)
+    quote = tokenizer.convert_tokens_to_ids(QUOTE)
+    assert ids[0] == ids[-1] == quote
+    return ids[1:-1]
+
+
+def contains(haystack: list[int], needle: list[int]) -> bool:
+    return any(haystack[i:i + len(needle)] == needle for i in range(len(haystack) - len(needle) + 1))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_name_has_the_same_tokens_in_the_message_and_in_the_argument(processor, name):
+    tokenizer = processor.tokenizer
+    argument = argument_tokens(tokenizer, name)
+    for question in QUESTIONS:
+        text = question.replace("{c}", name).replace("{z}", name).replace("{e}", name)
+        message = tokenizer.encode(text, add_special_tokens=False)
+        assert contains(message, argument), (text, tokenizer.convert_ids_to_tokens(message),
+                                             tokenizer.convert_ids_to_tokens(argument))
+
+
+def test_every_control_token_is_a_named_attribute(processor):
+    from scripts.build_tiny_gemma4 import NAMED_TOKENS
+
+    tokenizer = processor.tokenizer
+    for attribute, token in NAMED_TOKENS.items():
+        assert getattr(tokenizer, attribute) == token
+        assert tokenizer.convert_tokens_to_ids(token) != tokenizer.unk_token_id
