@@ -39,10 +39,10 @@ def main(argv: list[str] | None = None) -> int:
         logging.error("%s", err)
         return 1
 
-    from gemma4_ui.session import ChatSession
+    from gemma4_ui.session import SharedChatHandlers
     from gemma4_ui.ui import CSS, build_ui, enable_queue
 
-    demo = enable_queue(build_ui(ChatSession(engine, settings)), settings.gpu_concurrency)
+    demo = enable_queue(build_ui(SharedChatHandlers(engine, settings)), settings.gpu_concurrency)
     demo.launch(
         server_name=settings.host,
         server_port=settings.port,

@@ -90,12 +90,12 @@ def release_free_memory(*_signal) -> None:
 
 def serve(port: int, stats_file: Path) -> None:
     from gemma4_ui.config import Settings
-    from gemma4_ui.session import ChatSession
+    from gemma4_ui.session import SharedChatHandlers
     from gemma4_ui.ui import CSS, build_ui, enable_queue
 
     settings = Settings(model="tiny", max_new_tokens_cap=8192)
     engine = recording_engine(tiny_engine(), stats_file)
-    demo = enable_queue(build_ui(ChatSession(engine, settings)), settings.gpu_concurrency)
+    demo = enable_queue(build_ui(SharedChatHandlers(engine, settings)), settings.gpu_concurrency)
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, css=CSS,
                 max_file_size=int(settings.limits.max_file_mb * 1024 * 1024))
     signal.signal(signal.SIGUSR1, release_free_memory)

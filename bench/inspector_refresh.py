@@ -1,7 +1,7 @@
 """Inspector refresh: from a change of the draft to updated token counts, with a realistic
 history (10 turns: a 12 MP photo, a 1080p screenshot, a 1600×1200 photo, a 30 s recording).
 
-In-process: `ChatSession.inspect`, as the UI calls it on every change of the composer.
+In-process: `SharedChatHandlers.inspect`, as the UI calls it on every change of the composer.
 In the browser: type into the composer, or attach a photo, and wait until #token-counts
 shows the new counts (Gradio's queue, the handler, the HTML update, rendering).
 
@@ -22,8 +22,6 @@ from .harness import Figure, Section, Target, interleaved
 
 REPLY = ("Here is what I can tell you about it, step by step, with the details that matter most and a short "
          "summary at the end so that the answer stays easy to follow. ") * 5
-# system_prompt, thinking, max_new_tokens, temperature, top_p, top_k, image_budget, tools, tool rounds
-OPTION_VALUES = ("", False, 256, 0.0, 0.95, 64, 280, [], 5)
 TEXT_TOKENS = ("() => Number((document.querySelector('#token-counts').innerText"
                ".match(/Text tokens\\s+([\\d,]+)/) || [0, '-1'])[1].replace(/,/g, ''))")
 # Type one word into the composer; resolve when the counts show more text tokens.
@@ -70,14 +68,19 @@ def timed_ms(call) -> float:
     return 1000 * (time.perf_counter() - started)
 
 
+def _options():
+    from gemma4_ui.options import ChatOptions
+
+    return ChatOptions(max_new_tokens=256, temperature=0.0)
+
+
 # -- exactness ---------------------------------------------------------------------------------
 
 def differing_ids(session, conversation) -> int:
     """Positions where the inspector's ids or token types differ from the real processor's."""
-    from gemma4_ui.chat import build_spec
-    from gemma4_ui.prompt import model_inputs
+    from gemma4_ui.prompt import build_spec, model_inputs
 
-    spec = build_spec(conversation, session.options(*OPTION_VALUES), session.registry)
+    spec = build_spec(conversation, _options(), session.registry)
     real = model_inputs(session.engine.processor, spec)
     counted = model_inputs(session._counting_processor(session.engine.processor), spec)
     differing = 0
@@ -102,28 +105,28 @@ def exactness_conversation(ctx: Context, conversation, attached: list):
 # -- the figures -------------------------------------------------------------------------------
 
 def in_process(ctx: Context, conversation) -> list[Figure]:
-    from gemma4_ui.chat import build_spec
     from gemma4_ui.config import Settings
-    from gemma4_ui.prompt import model_inputs
-    from gemma4_ui.session import ChatSession, Draft
+    from gemma4_ui.prompt import build_spec, model_inputs
+    from gemma4_ui.session import Draft, SharedChatHandlers
 
-    session = ChatSession(ctx.engine, Settings(model="tiny"))
-    session.inspect(None, conversation, [], False, *OPTION_VALUES)  # after a reply the UI refreshes once
+    session = SharedChatHandlers(ctx.engine, Settings(model="tiny"))
+    user = session.new_session()
+    session.inspect(None, conversation, user, False, _options())  # after a reply the UI refreshes once
     attachments = iter(fresh_copies(ctx.photo, ctx.workdir / "attach", 2 * ctx.runs + 1))
     words = iter(range(10**6))
-    spec = build_spec(conversation, session.options(*OPTION_VALUES), session.registry)
+    spec = build_spec(conversation, _options(), session.registry)
 
     def type_text() -> float:
         draft = {"text": "Tell me more about" + f" word{next(words)}", "files": []}
-        return timed_ms(lambda: session.inspect(draft, conversation, [], False, *OPTION_VALUES))
+        return timed_ms(lambda: session.inspect(draft, conversation, user, False, _options()))
 
     def attach_photo() -> float:
         draft = {"text": "And this one?", "files": [str(next(attachments))]}
-        return timed_ms(lambda: session.inspect(draft, conversation, [], False, *OPTION_VALUES))
+        return timed_ms(lambda: session.inspect(draft, conversation, user, False, _options()))
 
     ms = interleaved({"text": type_text, "image": attach_photo,
                       "processor": lambda: timed_ms(lambda: model_inputs(ctx.engine.processor, spec))}, 2 * ctx.runs)
-    attached = session.user_turn(Draft("And this one?", [str(next(attachments))])).media
+    attached = session.user_turn(Draft("And this one?", [str(next(attachments))]), user).media
     preview = exactness_conversation(ctx, conversation, attached)
     return [
         Figure("inspector, text typed (in-process)", ms["text"], "ms", Target("<", 100), digits=1),
@@ -138,7 +141,7 @@ def in_process(ctx: Context, conversation) -> list[Figure]:
 
 def in_browser(ctx: Context, conversation) -> list[Figure]:
     from gemma4_ui import transcript
-    from gemma4_ui.chat import ChatOptions
+    from gemma4_ui.options import ChatOptions
 
     saved = ctx.workdir / "history.json"
     saved.write_text(transcript.dumps(conversation, ChatOptions()), encoding="utf-8")

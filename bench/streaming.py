@@ -6,7 +6,7 @@ exactly `max_new_tokens` long):
 - bare:   `model.generate` on a thread with transformers' TextIteratorStreamer;
 - engine: the app's `LocalEngine.stream` (template, processor, TokenStream, ReplyParser);
 - app:    the whole app in its own process, seen by a client over HTTP (Gradio's queue,
-          ChatSession's throttled re-rendering of the chat, the event stream).
+          SharedChatHandlers' throttled re-rendering of the chat, the event stream).
 
 Tokens/s runs from the first visible token to the last (taken as one token apart from all the
 rest, so a first update that already carries several tokens counts against the app). Time to
@@ -93,7 +93,8 @@ def bare_generate(engine, text: str, max_new_tokens: int, image: Path | None = N
 def engine_stream(engine, text: str, max_new_tokens: int, image: Path | None = None) -> Timing:
     """The app's engine on the same request (the upload decoded as the app decodes it),
     consumed as fast as it yields."""
-    from gemma4_ui.chat import ChatOptions, build_spec
+    from gemma4_ui.options import ChatOptions
+    from gemma4_ui.prompt import build_spec
     from gemma4_ui.conversation import Conversation, UserTurn
     from gemma4_ui.engine import GenerationRequest
     from gemma4_ui.events import Done
@@ -152,7 +153,7 @@ def exported_history(client) -> list[dict]:
 
     files = client.predict("", api_name="/export")
     saved = httpx.get(files[0]["url"], timeout=60).text
-    conversation, _ = transcript.load(saved, MediaLimits())
+    conversation = transcript.load(saved, MediaLimits()).conversation
     return to_gemma_messages(conversation)
 
 

@@ -1,5 +1,5 @@
 """One assistant turn: generate, run the tools the model calls, feed the results back, and
-generate again until the model answers (seed 003's loop), as a stream of snapshots.
+generate again until the model answers, as a stream of snapshots.
 
 Engine-agnostic: local and remote engines both yield the typed events of `events.py`.
 """
@@ -9,41 +9,15 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from .conversation import AssistantTurn, Conversation, ToolRound, UserTurn, to_gemma_messages, video_metadata
+from .conversation import AssistantTurn, Conversation, ToolRound, UserTurn
 from .engine import Engine, GenerationRequest
-from .events import Done, EngineError, TextDelta, ThinkingDelta, ToolCall, ToolCallStarted
-from .prompt import PromptSpec
-from .tools import ToolRegistry, ToolResult
-
-
-@dataclass
-class ChatOptions:
-    system_prompt: str = ""
-    thinking: bool = False
-    max_new_tokens: int = 1024
-    temperature: float = 1.0
-    top_p: float = 0.95
-    top_k: int = 64
-    image_budget: int = 280
-    enabled_tools: list[str] = field(default_factory=list)
-    max_tool_rounds: int = 5
-    tool_timeout: float = 10.0
-
-
-@dataclass
-class Live:
-    """What is streaming right now, for the display: the partial thought and answer of the
-    round in progress, when thinking started, and the calls already announced."""
-
-    reasoning: str = ""
-    content: str = ""
-    thinking_started: float | None = None
-    thinking_seconds: float | None = None
-    calls: list[ToolCall] = field(default_factory=list)
-    calls_started: int = 0
-    running_call: int | None = None  # index into the last round's calls while a tool runs
+from .events import Done, EngineError, ReplyStats, TextDelta, ThinkingDelta, ToolCall, ToolCallStarted, ToolResult
+from .live import Live
+from .options import ChatOptions
+from .prompt import build_spec
+from .tools import ToolRegistry
 
 
 @dataclass
@@ -51,16 +25,6 @@ class Snapshot:
     conversation: Conversation
     live: Live | None  # None once the turn is settled
     error: str = ""  # an engine error to show; the conversation is as it was before the turn
-
-
-def build_spec(conversation: Conversation, options: ChatOptions, registry: ToolRegistry) -> PromptSpec:
-    return PromptSpec(
-        messages=to_gemma_messages(conversation, options.system_prompt),
-        tools=registry.schemas(options.enabled_tools) or None,
-        enable_thinking=options.thinking,
-        image_budget=options.image_budget,
-        video_metadata=video_metadata(conversation.media()),
-    )
 
 
 class TurnRunner:
@@ -92,7 +56,10 @@ class TurnRunner:
             request = GenerationRequest(spec, options.max_new_tokens, options.temperature, options.top_p, options.top_k,
                                         media=conv.media())
             done: Done | None = None
-            for event in self.engine.stream(request, cancel):
+            # A turn stopped before it started (Stop while it was queued) never reaches the engine.
+            events = self.engine.stream(request, cancel) if not cancel.is_set() else iter(
+                [Done(ReplyStats(stop_reason="cancelled"))])
+            for event in events:
                 if isinstance(event, ThinkingDelta):
                     if live.thinking_started is None:
                         live.thinking_started = time.perf_counter()
@@ -169,6 +136,19 @@ class TurnRunner:
         else:
             answer = ToolResult(pending.name, pending.call_id, "ok", response, 0.0)
         round_.results[-1] = answer
+        return conv
+
+    @staticmethod
+    def abandon_client_calls(conversation: Conversation, reason: str) -> Conversation:
+        """The user moved on without answering a client tool: the waiting call, and any calls
+        of its round not run yet, are cancelled with `reason` (the model reads it, the panel
+        shows it)."""
+        conv = conversation.copy()
+        round_ = conv.turns[-1].rounds[-1]
+        if round_.results and round_.results[-1].status == "client":
+            round_.results.pop()
+        for call in round_.calls[len(round_.results):]:
+            round_.results.append(ToolResult(call.name, call.id, "cancelled", {"error": reason}, 0.0, reason))
         return conv
 
     def _fail(self, original: Conversation, conv: Conversation, turn: AssistantTurn, live: Live,

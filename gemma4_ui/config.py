@@ -47,6 +47,10 @@ class Settings:
     thinking: bool = False
     max_new_tokens: int = 1024
     max_new_tokens_cap: int = 8192
+    temperature: float = 1.0  # 0 means greedy decoding
+    top_p: float = 0.95
+    top_k: int = 64
+    image_budget: int = 280  # soft tokens per image, one of IMAGE_BUDGETS
     tool_timeout: float = 10.0
     max_tool_rounds: int = 5
     gpu_concurrency: int = 1
@@ -71,6 +75,11 @@ _OPTIONS = [
     ("--max-new-tokens", "GEMMA4_MAX_NEW_TOKENS", "max_new_tokens", int, "default reply length limit"),
     ("--max-new-tokens-cap", "GEMMA4_MAX_NEW_TOKENS_CAP", "max_new_tokens_cap", int,
      "the most a user may ask for in the settings"),
+    ("--temperature", "GEMMA4_TEMPERATURE", "temperature", float, "default sampling temperature (0 = greedy)"),
+    ("--top-p", "GEMMA4_TOP_P", "top_p", float, "default top-p"),
+    ("--top-k", "GEMMA4_TOP_K", "top_k", int, "default top-k"),
+    ("--image-budget", "GEMMA4_IMAGE_BUDGET", "image_budget", int,
+     f"default soft tokens per image, one of {', '.join(map(str, IMAGE_BUDGETS))}"),
     ("--tool-timeout", "GEMMA4_TOOL_TIMEOUT", "tool_timeout", float, "seconds a tool may run"),
     ("--max-tool-rounds", "GEMMA4_MAX_TOOL_ROUNDS", "max_tool_rounds", int, "default limit on tool rounds per reply"),
     ("--gpu-concurrency", "GEMMA4_GPU_CONCURRENCY", "gpu_concurrency", int,
@@ -120,5 +129,7 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
         parser.error("--backend openai needs --base-url (or GEMMA4_BASE_URL)")
     if settings.device not in ("auto", "cpu", "cuda") and not settings.device.startswith("cuda:"):
         parser.error("--device must be auto, cpu or cuda")
+    if settings.image_budget not in IMAGE_BUDGETS:
+        parser.error(f"--image-budget must be one of {', '.join(map(str, IMAGE_BUDGETS))}")
     settings.max_new_tokens = min(settings.max_new_tokens, settings.max_new_tokens_cap)
     return settings

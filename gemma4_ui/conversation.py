@@ -13,9 +13,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from .events import ReplyStats, ToolCall
+from .events import ReplyStats, ToolCall, ToolResult
 from .media import MediaItem
-from .tools import ToolResult
 
 
 @dataclass
@@ -119,7 +118,7 @@ def _round_message(r: ToolRound, with_reasoning: bool) -> dict:
 
 
 def to_gemma_messages(conversation: Conversation, system_prompt: str = "") -> list[dict]:
-    """Render to the message dicts of seed 003: a tool round is one assistant message with
+    """Render to Gemma 4's message dicts: a tool round is one assistant message with
     `tool_calls` + `tool_responses`; the answer rides on the last round's message."""
     messages: list[dict] = []
     if system_prompt.strip():

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import json
 
-from .chat import Live
 from .conversation import AssistantTurn, Conversation, ToolRound, UserTurn
-from .events import ToolCall
-from .tools import ToolResult
+from .events import ToolCall, ToolResult
+from .live import Live
 
 THINKING_TITLE = "💭 Thinking"
 

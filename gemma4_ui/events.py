@@ -46,6 +46,18 @@ class ToolCall:
 
 
 @dataclass
+class ToolResult:
+    name: str
+    call_id: str
+    # "ok" | "error" | "timeout" | "client" (awaiting the user) | "cancelled" (set by the UI
+    # when the user gives up on a client tool)
+    status: str
+    response: Any  # goes back to the model: the return value, or {"error": "..."} on failure
+    duration: float  # seconds
+    error: str | None = None  # same text as response["error"] for failures
+
+
+@dataclass
 class ReplyStats:
     prompt_tokens: int = 0
     generated_tokens: int = 0

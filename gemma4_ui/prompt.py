@@ -4,6 +4,13 @@ expansion of it into token ids with soft-token runs for each image, clip and vid
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .conversation import Conversation, to_gemma_messages, video_metadata
+
+if TYPE_CHECKING:
+    from .options import ChatOptions
+    from .tools import ToolRegistry
 
 
 @dataclass
@@ -30,6 +37,17 @@ class PromptSpec:
             kwargs["video_metadata"] = list(self.video_metadata)
             kwargs["do_sample_frames"] = False
         return kwargs
+
+
+def build_spec(conversation: Conversation, options: "ChatOptions", registry: "ToolRegistry") -> PromptSpec:
+    """Layer 1: the conversation, the system prompt and the enabled tools, as the processor takes them."""
+    return PromptSpec(
+        messages=to_gemma_messages(conversation, options.system_prompt),
+        tools=registry.schemas(options.enabled_tools) or None,
+        enable_thinking=options.thinking,
+        image_budget=options.image_budget,
+        video_metadata=video_metadata(conversation.media()),
+    )
 
 
 def template_text(processor, spec: PromptSpec) -> str:

@@ -1,7 +1,11 @@
 """The chat's behaviour, independent of layout: staging a message, streaming a turn,
-stop, retry, undo, edit, client tools, new conversation. `ui.py` wires these to components.
+stop, retry, undo, edit, client tools, new conversation, tools declared by the user, saving
+and loading. `ui.py` lays out the components and wires them to these handlers.
 
-Every handler takes the session's conversation and returns a new one; the conversation is
+One `SharedChatHandlers` serves every user; it holds only what no request can change (the
+engine, the settings, the built-in tools). What a user's requests change lives in that
+user's `UserSession` and `Conversation` (Gradio keeps one of each per browser tab or API
+client). Every handler takes the conversation and returns a new one; the conversation is
 never rebuilt from what the Chatbot displays.
 """
 
@@ -9,24 +13,31 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
+import tempfile
 import threading
 import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import gradio as gr
 
-from .chat import ChatOptions, Snapshot, TurnRunner
+from . import transcript
+from .chat import Snapshot, TurnRunner
 from .config import Settings
 from .conversation import AssistantTurn, Conversation, UserTurn
 from .display import render
 from .engine import Engine
 from .events import ToolCall
 from .inspector import SingleFlight, counting_processor
-from .media import MediaError, MediaItem, MediaLimits, load_media
+from .media import MediaError, MediaItem, MediaLimits
+from .media_files import load_upload
+from .options import ChatOptions
+from .prompt import build_spec, model_inputs, template_text
 from .tools import ToolRegistry, ToolSchemaError, default_registry
 
 log = logging.getLogger(__name__)
@@ -69,10 +80,10 @@ class Draft:
 
 
 class DecodedUploads:
-    """Each upload decoded once, whoever asks: the live inspector when it is attached, then
-    `stage` and `respond` when it is sent. Attachments not sent yet are held here (a
-    message's worth at most); once sent, the conversation holds them, and this finds them
-    only while some conversation still does: a conversation's media are freed with it."""
+    """One user's uploads, each decoded once whoever asks: the live inspector when it is
+    attached, then `stage` and `respond` when it is sent. Attachments not sent yet are held
+    here (a message's worth at most); once sent, the conversation holds them, and this finds
+    them only while some conversation still does: a conversation's media are freed with it."""
 
     def __init__(self):
         self._in_use: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
@@ -90,13 +101,18 @@ class DecodedUploads:
             with self._lock:
                 item = self._in_use.get(key)
             if item is None:
-                item = load_media(path, limits)
+                item = load_upload(path, limits)
                 with self._lock:
                     self._in_use[key] = item
                     self._unsent[key] = item
                     while len(self._unsent) > limits.max_files_per_message:
                         self._unsent.popitem(last=False)
             return item
+
+    def decode(self, paths: list[str], limits: MediaLimits) -> list[MediaItem]:
+        if len(paths) > limits.max_files_per_message:
+            raise MediaError(f"{len(paths)} files attached; at most {limits.max_files_per_message} per message.")
+        return [self.get(p, limits) for p in paths]
 
     def sent(self, items: list[MediaItem]) -> None:
         """`items` now belong to a conversation, which keeps them as long as it needs them."""
@@ -105,130 +121,195 @@ class DecodedUploads:
                 del self._unsent[key]
 
 
-_UPLOADS = DecodedUploads()
+@dataclass(eq=False)
+class TurnTicket:
+    """One generating request: when it was submitted, and the flag that stops it."""
+
+    submitted_at: float
+    cancel: threading.Event = field(default_factory=threading.Event)
 
 
-def decode_file(path: str, limits: MediaLimits) -> MediaItem:
-    """Decode once per file: the composer's live inspector and the send share the result."""
-    return _UPLOADS.get(path, limits)
+class TurnControl:
+    """Stop and New conversation for one user, whatever state their turn is in: queued
+    behind other users, generating, or running tools.
+
+    Requests are ordered by when they were submitted: Stop stops every turn submitted
+    before it (a queued one stops the moment it would have started), and a New
+    conversation also hides whatever those turns still produce, so the fresh chat and the
+    next message are not overwritten."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._running: list[TurnTicket] = []
+        self._stopped_at = -math.inf
+        self._reset_at = -math.inf
+        self._last_finished: TurnTicket | None = None
+
+    def begin(self, submitted_at: float | None = None) -> TurnTicket:
+        ticket = TurnTicket(time.monotonic() if submitted_at is None else submitted_at)
+        with self._lock:
+            if ticket.submitted_at <= self._stopped_at:
+                ticket.cancel.set()
+            self._running.append(ticket)
+        return ticket
+
+    def end(self, ticket: TurnTicket) -> None:
+        with self._lock:
+            if ticket in self._running:
+                self._running.remove(ticket)
+            self._last_finished = ticket
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped_at = time.monotonic()
+            for ticket in self._running:
+                ticket.cancel.set()
+
+    def reset(self) -> None:
+        """A new conversation: stop, and let nothing from before reach the new one."""
+        self.stop()
+        with self._lock:
+            self._reset_at = self._stopped_at
+
+    def superseded(self, ticket: TurnTicket) -> bool:
+        return ticket.submitted_at <= self._reset_at
+
+    @property
+    def settled(self) -> bool:
+        """No turn runs, and the last one to finish belongs to the conversation shown (so the
+        composer and Stop may be set for the next message)."""
+        with self._lock:
+            last = self._last_finished
+            return not self._running and (last is None or not self.superseded(last))
 
 
-def decode_files(paths: list[str], limits: MediaLimits) -> list[MediaItem]:
-    if len(paths) > limits.max_files_per_message:
-        raise MediaError(f"{len(paths)} files attached; at most {limits.max_files_per_message} per message.")
-    return [decode_file(p, limits) for p in paths]
+class UserSession:
+    """What one user's requests may change, and nobody else's: the tools they declared, the
+    control of their turns, their uploads. Gradio keeps one per browser tab or API client;
+    a new one starts empty (Gradio deep-copies the initial value for each session)."""
+
+    def __init__(self, shared_tools: ToolRegistry | None = None):
+        self._shared_tools = shared_tools
+        self.declared: list[dict] = []  # schemas, in the order declared
+        self.turns = TurnControl()
+        self.uploads = DecodedUploads()
+        self._tools: ToolRegistry | None = None
+        # The conversation a turn on its way generates from (queued, or streaming): what the
+        # inspector shows meanwhile, since the session's conversation is only updated as the
+        # reply streams. (owner ticket, conversation); the owner is None while still staged.
+        self.in_flight: tuple[TurnTicket | None, Conversation] | None = None
+
+    def __deepcopy__(self, memo) -> "UserSession":
+        return UserSession(self._shared_tools)
+
+    def tools(self) -> ToolRegistry:
+        """The built-in tools (shared, read-only) and this user's declared ones."""
+        if self._tools is None:
+            registry = ToolRegistry()
+            for spec in (self._shared_tools.specs() if self._shared_tools else []):
+                registry.adopt(spec)
+            self._tools = registry
+        return self._tools
+
+    def declare(self, schema: dict | str):
+        """Declare a client tool for this user only; raises ToolSchemaError with the reason."""
+        trial = ToolRegistry()  # checked apart first, so a refused schema changes nothing
+        for spec in self.tools().specs():
+            trial.adopt(spec)
+        spec = trial.declare(schema)
+        self.tools().remove(spec.name)
+        self.tools().adopt(spec)
+        self.declared = [s for s in self.declared if s["function"]["name"] != spec.name] + [spec.schema]
+        return spec
 
 
-class ChatSession:
-    """Handlers shared by all users; per-user state lives in the values passed in."""
+class SharedChatHandlers:
+    """The handlers every user's events call. They hold the engine, the settings and the
+    built-in tools, which no request changes; everything a request changes comes in as the
+    user's `UserSession` and `Conversation`."""
 
     def __init__(self, engine: Engine, settings: Settings, registry: ToolRegistry | None = None):
         self.engine = engine
         self.settings = settings
         self.registry = registry or default_registry()
-        self._cancels: dict[str, threading.Event] = {}
         self._counting: tuple = (None, None)  # (the engine's processor, its counting copy)
 
-    # -- options -----------------------------------------------------------------------------
+    def new_session(self) -> UserSession:
+        return UserSession(self.registry)
 
-    def registry_for(self, declared: list[dict] | None) -> ToolRegistry:
-        """The shared tools plus this session's declared (client) tools."""
-        if not declared:
-            return self.registry
-        registry = ToolRegistry()
-        for spec in self.registry.specs():
-            registry.adopt(spec)
-        for schema in declared:
-            try:
-                registry.declare(schema)
-            except ToolSchemaError as err:
-                log.warning("skipping a declared tool: %s", err)
-        return registry
-
-    def options(self, system_prompt, thinking, max_new_tokens, temperature, top_p, top_k, image_budget,
-                enabled_tools, max_tool_rounds) -> ChatOptions:
-        return ChatOptions(
-            system_prompt=system_prompt or "",
-            thinking=bool(thinking),
-            max_new_tokens=max(1, min(int(max_new_tokens), self.settings.max_new_tokens_cap)),
-            temperature=float(temperature),
-            top_p=float(top_p),
-            top_k=int(top_k),
-            image_budget=int(image_budget),
-            enabled_tools=list(enabled_tools or []),
-            max_tool_rounds=max(1, int(max_tool_rounds)),
-            tool_timeout=self.settings.tool_timeout,
-        )
+    def default_options(self) -> ChatOptions:
+        return ChatOptions.from_settings(self.settings)
 
     # -- sending -----------------------------------------------------------------------------
 
-    def user_turn(self, draft: Draft) -> UserTurn:
+    def user_turn(self, draft: Draft, session: UserSession) -> UserTurn:
         """Decode the attachments; raises MediaError with a message for the user."""
-        media = decode_files(draft.files, self.settings.limits)
+        media = session.uploads.decode(draft.files, self.settings.limits)
         for item in media:
             if item.kind not in self.engine.modalities:
                 raise MediaError(f"{item.name}: this model does not take {item.kind} input.")
         return UserTurn(draft.text.strip(), media)
 
-    def stage(self, value, conversation: Conversation):
+    def stage(self, value, conversation: Conversation, session: UserSession):
         """Composer submit: check the draft before anything else happens. A bad file keeps the
-        draft in the composer and warns; a good draft shows at once and goes to `respond`."""
+        draft in the composer and warns; a good draft shows at once and goes to `respond`.
+        Returns (composer, staged draft, chat, Stop button)."""
         draft = Draft.from_value(value)
         if draft.empty:
-            return gr.update(), None, gr.update()
+            return gr.update(), None, gr.update(), gr.update()
         try:
-            turn = self.user_turn(draft)
+            turn = self.user_turn(draft, session)
         except MediaError as err:
             gr.Warning(str(err))
-            return gr.update(), None, render(conversation, notice=str(err))
+            return gr.update(), None, render(conversation, notice=str(err)), gr.update()
         for item in turn.media:
             if item.warning:
                 gr.Warning(item.warning)
-        preview = Conversation(conversation.turns + [turn])
-        return gr.update(value=None, interactive=False), draft.as_value(), render(preview)
+        preview = Conversation(_moved_on(conversation).turns + [turn])
+        session.in_flight = (None, preview)
+        return gr.update(value=None, interactive=False), draft.as_value(), render(preview), gr.update(interactive=True)
 
-    def respond(self, message, conversation: Conversation, declared, system_prompt="", thinking=False,
-                max_new_tokens=1024, temperature=1.0, top_p=0.95, top_k=64, image_budget=280, enabled_tools=(),
-                max_tool_rounds=5, request: gr.Request = None):
-        """The /chat endpoint: a message (text and files) in, the streamed chat out."""
-        option_values = (system_prompt, thinking, max_new_tokens, temperature, top_p, top_k, image_budget,
-                         enabled_tools, max_tool_rounds)
+    def respond(self, message, conversation: Conversation, session: UserSession, options: ChatOptions,
+                request: gr.Request = None):
+        """The /chat endpoint: a message (text and files) in, the streamed chat out. A client
+        tool still waiting for its result is cancelled, visibly: the user moved on."""
         draft = Draft.from_value(message)
         if draft.empty:
             yield render(conversation), conversation, None
             return
         try:
-            turn = self.user_turn(draft)
+            turn = self.user_turn(draft, session)
         except MediaError as err:
             yield render(conversation, notice=str(err)), conversation, draft.as_value()
             return
-        _UPLOADS.sent(turn.media)
-        options = self.options(*option_values)
-        started = Conversation(conversation.turns + [turn])
-        yield from self._stream(started, options, declared, request, on_fail=(conversation, draft))
+        session.uploads.sent(turn.media)
+        started = Conversation(_moved_on(conversation).turns + [turn])
+        yield from self._stream(started, options, session, on_fail=(conversation, draft))
 
-    def retry(self, conversation: Conversation, declared, *option_values, request: gr.Request = None):
+    def retry(self, conversation: Conversation, session: UserSession, options: ChatOptions,
+              request: gr.Request = None):
         """Regenerate the last reply (the turns after the last user message go)."""
         index = conversation.last_user_index
         if index is None:
             yield render(conversation), conversation, None
             return
         trimmed = Conversation(conversation.turns[: index + 1])
-        yield from self._stream(trimmed, self.options(*option_values), declared, request, on_fail=None)
+        yield from self._stream(trimmed, options, session, on_fail=None)
 
-    def edit(self, data: gr.EditData, conversation: Conversation, declared, *option_values,
+    def edit(self, data: gr.EditData, conversation: Conversation, session: UserSession, options: ChatOptions,
              request: gr.Request = None):
         """Edit the last user message's text and regenerate from there."""
         index = conversation.last_user_index
-        if index is None or data.index != self.last_user_text_position(conversation):
-            gr.Warning("Only the last message you sent can be edited.")
+        position = self.last_user_text_position(conversation)
+        if index is None or position is None or data.index != position:
+            gr.Warning("Only the text of the last message you sent can be edited.")
             yield render(conversation), conversation, None
             return
         last = conversation.turns[index]
         edited = Conversation(conversation.turns[:index] + [UserTurn(str(data.value).strip(), last.media)])
-        yield from self._stream(edited, self.options(*option_values), declared, request, on_fail=None)
+        yield from self._stream(edited, options, session, on_fail=None)
 
-    def undo(self, conversation: Conversation):
+    def undo(self, conversation: Conversation, session: UserSession):
         """Take back the last message: the chat returns to before it, the draft to the composer."""
         index = conversation.last_user_index
         if index is None:
@@ -238,12 +319,9 @@ class ChatSession:
         draft = Draft(last.text, [m.path for m in last.media])
         return render(kept), kept, gr.update(value=draft.as_value())
 
-    def answer_tool(self, answer: str, conversation: Conversation, declared, system_prompt="", thinking=False,
-                    max_new_tokens=1024, temperature=1.0, top_p=0.95, top_k=64, image_budget=280,
-                    enabled_tools=(), max_tool_rounds=5, request: gr.Request = None):
+    def answer_tool(self, answer: str, conversation: Conversation, session: UserSession, options: ChatOptions,
+                    request: gr.Request = None):
         """The /tool_result endpoint: the user typed a client tool's result (JSON, or text)."""
-        option_values = (system_prompt, thinking, max_new_tokens, temperature, top_p, top_k, image_budget,
-                         enabled_tools, max_tool_rounds)
         if self.pending_client_call(conversation) is None:
             gr.Warning("No tool call is waiting for a result.")
             yield render(conversation), conversation, None
@@ -253,43 +331,52 @@ class ChatSession:
             response = json.loads(text) if text else ""
         except json.JSONDecodeError:
             response = text
-        resumed = TurnRunner(self.engine, self.registry_for(declared)).answer_client_tool(conversation, response)
-        yield from self._stream(resumed, self.options(*option_values), declared, request, on_fail=None)
+        resumed = TurnRunner(self.engine, session.tools()).answer_client_tool(conversation, response)
+        yield from self._stream(resumed, options, session, on_fail=None)
 
-    def cancel_tool(self, conversation: Conversation, declared, system_prompt="", thinking=False,
-                    max_new_tokens=1024, temperature=1.0, top_p=0.95, top_k=64, image_budget=280,
-                    enabled_tools=(), max_tool_rounds=5, request: gr.Request = None):
+    def cancel_tool(self, conversation: Conversation, session: UserSession, options: ChatOptions,
+                    request: gr.Request = None):
         """The /cancel_tool endpoint: tell the model the user gave up on its call."""
-        option_values = (system_prompt, thinking, max_new_tokens, temperature, top_p, top_k, image_budget,
-                         enabled_tools, max_tool_rounds)
         if self.pending_client_call(conversation) is None:
             yield render(conversation), conversation, None
             return
-        runner = TurnRunner(self.engine, self.registry_for(declared))
+        runner = TurnRunner(self.engine, session.tools())
         resumed = runner.answer_client_tool(conversation, None, cancelled=True)
-        yield from self._stream(resumed, self.options(*option_values), declared, request, on_fail=None)
+        yield from self._stream(resumed, options, session, on_fail=None)
 
-    def stop(self, request: gr.Request = None) -> None:
-        flag = self._cancels.get(_session(request))
-        if flag is not None:
-            flag.set()
+    def stop(self, session: UserSession) -> None:
+        """The /stop endpoint: stop this user's turn, running or still queued."""
+        session.turns.stop()
+
+    def reset(self, session: UserSession):
+        """New conversation (or the Chatbot's clear button), also in the middle of a reply:
+        the reply stops and nothing from it reaches the new chat.
+        Returns (chat, conversation, draft to give back, composer, Stop button, tool row)."""
+        session.turns.reset()
+        session.in_flight = None
+        return ([], Conversation(), None, gr.update(value=None, interactive=True), gr.update(interactive=False),
+                gr.update(visible=False))
 
     # -- streaming ---------------------------------------------------------------------------
 
-    def _stream(self, conversation: Conversation, options: ChatOptions, declared, request,
+    def _stream(self, conversation: Conversation, options: ChatOptions, session: UserSession,
                 on_fail: tuple[Conversation, Draft] | None) -> Iterator[tuple]:
         """Run the turn and yield (chat, conversation, draft to give back) at a bounded rate.
         If the engine fails before producing anything, the conversation is handed back as it
-        was and the draft returns to the composer."""
-        session = _session(request)
-        cancel = threading.Event()
-        self._cancels[session] = cancel
-        runner = TurnRunner(self.engine, self.registry_for(declared))
-        yield render(conversation), conversation, None
-        pacer = UpdatePacer()
-        snapshot: Snapshot | None = None
+        was and the draft returns to the composer. A turn the user replaced with a new
+        conversation yields nothing more."""
+        ticket = session.turns.begin(_submitted_at())
         try:
-            for snapshot in runner.run(conversation, options, cancel):
+            if session.turns.superseded(ticket):
+                yield gr.skip(), gr.skip(), gr.skip()
+                return
+            session.in_flight = (ticket, conversation)
+            yield render(conversation), conversation, None
+            pacer = UpdatePacer()
+            snapshot: Snapshot | None = None
+            for snapshot in TurnRunner(self.engine, session.tools()).run(conversation, options, ticket.cancel):
+                if session.turns.superseded(ticket):
+                    break
                 if snapshot.live is not None and not pacer.due():
                     continue
                 if snapshot.error:
@@ -297,9 +384,13 @@ class ChatSession:
                 started = time.perf_counter()
                 yield render(snapshot.conversation, snapshot.live), snapshot.conversation, None
                 pacer.sent(started)
+            if session.turns.superseded(ticket):
+                yield gr.skip(), gr.skip(), gr.skip()
+                return
         finally:
-            if self._cancels.get(session) is cancel:
-                del self._cancels[session]
+            if session.in_flight and session.in_flight[0] is ticket:
+                session.in_flight = None
+            session.turns.end(ticket)
         if snapshot is not None and snapshot.error:
             gr.Warning(snapshot.error)
             if snapshot.conversation is not conversation:  # the turn kept a partial reply and says why
@@ -310,29 +401,53 @@ class ChatSession:
             else:
                 yield render(conversation, notice=snapshot.error), conversation, None
 
-    # -- the inspector ---------------------------------------------------------------------------
+    # -- after a turn, and the inspector -------------------------------------------------------
 
-    def inspect(self, value, conversation: Conversation, declared, show_ids: bool, *option_values) -> "InspectorView":
+    def after_turn(self, conversation: Conversation, restore_value, composer_value, session: UserSession,
+                   show_ids: bool, options: ChatOptions):
+        """Re-enable the composer (giving back a draft that failed) and disable Stop, show the
+        client-tool box if a call waits, and bring the inspector and last-reply panels up to
+        date. While another turn of this user is on its way (a message sent after a New
+        conversation), the composer and Stop stay as that turn set them.
+        Returns (composer, Stop, tool row, tool answer, stats, raw, parsed, *inspector)."""
+        pending = self.pending_client_call(conversation)
+        stats, raw, parsed = transcript.last_reply(conversation)
+        inspector = self.refresh_inspector(restore_value or composer_value, conversation, session, show_ids, options)
+        if not session.turns.settled:
+            return (gr.skip(), gr.skip(), gr.update(visible=pending is not None), gr.skip(), stats, raw, parsed,
+                    *inspector)
+        composer = gr.update(interactive=True, value=restore_value) if restore_value else gr.update(interactive=True)
+        return (composer, gr.update(interactive=False), gr.update(visible=pending is not None), gr.update(value=""),
+                stats, raw, parsed, *inspector)
+
+    def refresh_inspector(self, value, conversation: Conversation, session: UserSession, show_ids: bool,
+                          options: ChatOptions) -> tuple:
+        """The inspector's components: counts, layers 1-3, and a note when the draft is refused."""
+        view = self.inspect(value, conversation, session, show_ids, options)
+        note = gr.update(value=f"⚠️ {view.warning}", visible=True) if view.warning else gr.update(visible=False)
+        return view.counts, view.messages, view.template, view.template_raw, view.expanded, note
+
+    def inspect(self, value, conversation: Conversation, session: UserSession, show_ids: bool,
+                options: ChatOptions) -> "InspectorView":
         """Layers and counts for the conversation plus the draft, before it is sent."""
         from . import inspector
-        from .chat import build_spec
-        from .prompt import model_inputs, template_text
 
         processor = self.engine.processor
         if processor is None:
             return InspectorView("", "", [], "", "", warning=(
                 "The model's processor is not available here, so the prompt layers and exact counts "
                 "cannot be shown. The server-reported usage appears with each reply."))
-        options = self.options(*option_values)
         draft = Draft.from_value(value)
         warning = ""
         preview = conversation
-        if not draft.empty:
+        if draft.empty and session.in_flight is not None:  # a message sent, its reply on its way
+            preview = session.in_flight[1]
+        elif not draft.empty:
             try:
-                preview = Conversation(conversation.turns + [self.user_turn(draft)])
+                preview = Conversation(_moved_on(conversation).turns + [self.user_turn(draft, session)])
             except MediaError as err:
                 warning = str(err)
-        spec = build_spec(preview, options, self.registry_for(declared))
+        spec = build_spec(preview, options, session.tools())
         if not spec.messages:
             return InspectorView(EMPTY_INSPECTOR, inspector.messages_layer(spec, []), [], "", "", warning)
         raw = template_text(processor, spec)
@@ -356,6 +471,61 @@ class ChatSession:
             self._counting = (processor, counting_processor(processor))
         return self._counting[1]
 
+    # -- declared tools ----------------------------------------------------------------------------
+
+    def add_tool(self, schema: str, enabled: list, session: UserSession):
+        """The /declare_tool endpoint: declare a tool from its JSON schema, for this user only;
+        it is enabled at once. A refused schema is a warning and a notice saying why; every
+        other component keeps its content (the schema stays in the editor, to be fixed).
+        Returns (enabled tools, tools docs, schema box, notice)."""
+        try:
+            spec = session.declare(schema)
+        except ToolSchemaError as err:
+            message = f"The tool was not added: {err}"
+            gr.Warning(message)
+            return gr.skip(), gr.skip(), gr.skip(), f"⚠️ {message}"
+        message = f"Added {spec.name}: when the model calls it, you type the result."
+        gr.Info(message)
+        enabled = [name for name in (enabled or []) if name != spec.name] + [spec.name]
+        return (gr.update(choices=tool_choices(session.tools()), value=enabled), tools_markdown(session.tools()), "",
+                f"✅ {message}")
+
+    # -- saving and loading ------------------------------------------------------------------------
+
+    def export_files(self, conversation: Conversation, raw_template: str, session: UserSession,
+                     options: ChatOptions) -> list[str]:
+        """The /export endpoint: the conversation (media embedded) and the raw template, as files."""
+        folder = Path(tempfile.mkdtemp(prefix="gemma4_export_"))
+        chat_path, template_path = folder / "gemma4_conversation.json", folder / "gemma4_prompt.txt"
+        chat_path.write_text(transcript.dumps(conversation, options, session.declared), encoding="utf-8")
+        template_path.write_text(raw_template or "", encoding="utf-8")
+        return [str(chat_path), str(template_path)]
+
+    def load_chat(self, file, session: UserSession):
+        """Load a saved conversation with its settings and declared tools. A file that cannot
+        be loaded is a warning; the chat and the settings keep what they had.
+        Returns (chat, conversation, system prompt, thinking, enabled tools, tools docs)."""
+        unchanged = (gr.skip(),) * 6
+        if file is None:
+            return unchanged
+        try:
+            loaded = transcript.load(Path(file).read_text(encoding="utf-8"), self.settings.limits)
+            options = ChatOptions.from_inputs(self.settings, **loaded.settings)
+        except (OSError, UnicodeDecodeError, TypeError, ValueError) as err:  # TranscriptError is a ValueError
+            gr.Warning(f"Could not load that conversation: {err}")
+            return unchanged
+        for schema in loaded.declared:
+            try:
+                session.declare(schema)
+            except ToolSchemaError as err:
+                gr.Warning(f"A declared tool in the file was skipped: {err}")
+        session.turns.reset()  # a reply still streaming belongs to the conversation replaced
+        tools = session.tools()
+        enabled = [name for name in options.enabled_tools if tools.get(name)]
+        gr.Info("Conversation loaded.")
+        return (render(loaded.conversation), loaded.conversation, options.system_prompt, options.thinking,
+                gr.update(choices=tool_choices(tools), value=enabled), tools_markdown(tools))
+
     # -- queries for the layout ------------------------------------------------------------------
 
     @staticmethod
@@ -369,12 +539,50 @@ class ChatSession:
 
     @staticmethod
     def last_user_text_position(conversation: Conversation) -> int | None:
-        """Where the last user text bubble sits in the rendered chat."""
-        messages = render(conversation)
-        for i in range(len(messages) - 1, -1, -1):
-            if messages[i]["role"] == "user" and isinstance(messages[i]["content"], str):
-                return i
+        """Where the last user message's text bubble sits in the rendered chat; None when that
+        message is media only (an earlier message's text is not the last message)."""
+        index = conversation.last_user_index
+        if index is None or not conversation.turns[index].text:
+            return None
+        before = render(Conversation(conversation.turns[:index]))
+        return len(before) + len(conversation.turns[index].media)
+
+
+def _moved_on(conversation: Conversation) -> Conversation:
+    """The user wrote a new message while a client tool waited for its result: the call is
+    cancelled, and its panel says so."""
+    if SharedChatHandlers.pending_client_call(conversation) is None:
+        return conversation
+    return TurnRunner.abandon_client_calls(conversation, "The user sent a new message instead of a result.")
+
+
+def _submitted_at() -> float | None:
+    """When Gradio queued the event being processed (its monotonic clock), so that a Stop
+    pressed while the turn waited in the queue reaches it. Read from Gradio's queue, which
+    offers no public accessor; None outside a queued event, and the turn then counts from
+    when it starts."""
+    try:
+        from gradio.context import LocalContext
+
+        blocks, event_id = LocalContext.blocks.get(None), LocalContext.event_id.get(None)
+        event = blocks._queue.event_ids_to_events.get(event_id)
+        return float(event.enqueue_time)
+    except Exception:  # noqa: BLE001 - not in a queued event, or Gradio changed: fall back
         return None
+
+
+def tool_choices(registry: ToolRegistry) -> list[tuple[str, str]]:
+    return [(f"{spec.label} — {spec.name}", spec.name) for spec in registry.specs()]
+
+
+def tools_markdown(registry: ToolRegistry) -> str:
+    parts = []
+    for spec in registry.specs():
+        kind = {"builtin": "built-in", "python": "Python", "declared": "declared: you type its results"}[spec.source]
+        demo = " · **demo, sample data**" if spec.demo else ""
+        parts.append(f"<details><summary><b>{spec.label}</b> <code>{spec.name}</code> ({kind}{demo})</summary>\n\n"
+                     f"```json\n{json.dumps(spec.schema, indent=2)}\n```\n</details>")
+    return "\n".join(parts)
 
 
 class UpdatePacer:
@@ -398,10 +606,6 @@ class UpdatePacer:
         self._cost = cost if self._cost is None else (1 - self.SMOOTHING) * self._cost + self.SMOOTHING * cost
         interval = min(max(self._cost / MAX_UPDATE_SHARE, 1 / MAX_UPDATES_PER_SECOND), MAX_UPDATE_INTERVAL)
         self._next = started + interval
-
-
-def _session(request: gr.Request | None) -> str:
-    return getattr(request, "session_hash", None) or "default"
 
 
 # -- the inspector, following the draft -------------------------------------------------------

@@ -29,7 +29,7 @@ from jsonschema.exceptions import SchemaError, ValidationError
 from transformers.utils import get_json_schema
 
 from . import builtin_tools
-from .events import ToolCall
+from .events import ToolCall, ToolResult
 
 # OpenAI's rule for function names, plus dots (our stream parser accepts them too).
 _FUNCTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
@@ -67,18 +67,6 @@ class ToolSpec:
     label: str  # short human label for a tools panel
     source: str  # "builtin" | "python" | "declared"
     demo: bool = False  # returns sample data (the weather demo); the UI says so
-
-
-@dataclass
-class ToolResult:
-    name: str
-    call_id: str
-    # "ok" | "error" | "timeout" | "client" (awaiting the user) | "cancelled" (set by the UI
-    # when the user gives up on a client tool)
-    status: str
-    response: Any  # goes back to the model: the return value, or {"error": "..."} on failure
-    duration: float  # seconds
-    error: str | None = None  # same text as response["error"] for failures
 
 
 class ToolRegistry:

@@ -1,25 +1,26 @@
 """Conversations as JSON files: export with media embedded, import with validation.
 
-The file carries the canonical turns (so calls, results and thoughts survive a round trip)
-and, for reading, the Gemma 4 message dicts they render to.
+The file carries the canonical turns (so calls, results, thoughts with their durations and
+reply stats survive a round trip), the settings and the tools the user declared, and, for
+reading, the Gemma 4 message dicts they render to. Export, import, export gives the same
+file, byte for byte.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import math
 import mimetypes
-import re
-import tempfile
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .chat import ChatOptions
 from .conversation import AssistantTurn, Conversation, ToolRound, UserTurn, to_gemma_messages
-from .events import ReplyStats, ToolCall
-from .media import MediaError, MediaLimits, load_media
-from .tools import ToolResult
+from .events import ReplyStats, ToolCall, ToolResult
+from .media import MediaError, MediaLimits
+from .media_files import load_bytes
+from .options import USER_OPTIONS, ChatOptions
 
 FORMAT = "gemma4_ui.conversation"
 VERSION = 1
@@ -44,11 +45,18 @@ def _round_entry(r: ToolRound) -> dict:
         "reasoning": r.reasoning,
         "content": r.content,
         "raw": r.raw,
-        "stats": r.stats.as_dict() if r.stats else None,
+        "stats": _stats_entry(r.stats),
+        "thinking_seconds": r.thinking_seconds,
     }
 
 
-def dumps(conversation: Conversation, options: ChatOptions) -> str:
+def _stats_entry(stats: ReplyStats | None) -> dict | None:
+    return asdict(stats) if stats else None
+
+
+def dumps(conversation: Conversation, options: ChatOptions, declared: list[dict] = ()) -> str:
+    """The conversation as a JSON document: `options` are the settings it was made with,
+    `declared` the schemas of the tools the user declared."""
     turns: list[dict] = []
     for turn in conversation.turns:
         if isinstance(turn, UserTurn):
@@ -61,18 +69,15 @@ def dumps(conversation: Conversation, options: ChatOptions) -> str:
                 "content": turn.content,
                 "raw": turn.raw,
                 "notice": turn.notice,
-                "stats": turn.stats.as_dict() if turn.stats else None,
+                "stats": _stats_entry(turn.stats),
+                "thinking_seconds": turn.thinking_seconds,
             })
     messages = to_gemma_messages(conversation, options.system_prompt)
     document = {
         "format": FORMAT,
         "version": VERSION,
-        "settings": {
-            "system_prompt": options.system_prompt,
-            "thinking": options.thinking,
-            "enabled_tools": options.enabled_tools,
-            "image_budget": options.image_budget,
-        },
+        "settings": {name: getattr(options, name) for name in USER_OPTIONS},
+        "declared_tools": list(declared),
         "turns": turns,
         "messages": _describe_media(messages),
     }
@@ -104,9 +109,10 @@ def _string(entry: dict, key: str, where: str) -> str:
     return value
 
 
-def _load_media(entry: Any, where: str, folder: Path, limits: MediaLimits):
+def _load_media(entry: Any, where: str, limits: MediaLimits):
     _require(isinstance(entry, dict), f"{where} must be an object")
-    name = re.sub(r"[^\w.\-]", "_", str(entry.get("name") or "file"))[:80] or "file"
+    name = entry.get("name") or "file"
+    _require(isinstance(name, str), f"{where}.name must be a string")
     data = entry.get("data")
     _require(isinstance(data, str) and data.startswith("data:") and ";base64," in data,
              f"{where}.data must be a base64 data URL")
@@ -116,12 +122,39 @@ def _load_media(entry: Any, where: str, folder: Path, limits: MediaLimits):
         payload = base64.b64decode(encoded, validate=True)
     except ValueError:
         raise TranscriptError(f"{where}.data is not valid base64") from None
-    path = folder / name
-    path.write_bytes(payload)
     try:
-        return load_media(str(path), limits)
+        return load_bytes(payload, name, limits)
     except MediaError as err:
         raise TranscriptError(f"{where}: {err}") from None
+
+
+def _seconds(entry: dict, key: str, where: str) -> float | None:
+    value = entry.get(key)
+    _require(value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)
+                               and math.isfinite(value) and value >= 0),
+             f"{where}.{key} must be a number of seconds or null")
+    return None if value is None else float(value)
+
+
+def _load_stats(entry: Any, where: str) -> ReplyStats | None:
+    if entry is None:
+        return None
+    _require(isinstance(entry, dict), f"{where}.stats must be an object or null")
+    if "duration_s" in entry and "duration" not in entry:  # files written before stats were kept whole
+        entry = {"prompt_tokens": entry.get("prompt_tokens"), "generated_tokens": entry.get("generated_tokens"),
+                 "time_to_first_token": entry.get("time_to_first_token_s"), "duration": entry.get("duration_s"),
+                 "stop_reason": entry.get("stop_reason")}
+    counts = {}
+    for key in ("prompt_tokens", "generated_tokens"):
+        value = entry.get(key) or 0
+        _require(isinstance(value, int) and not isinstance(value, bool) and value >= 0,
+                 f"{where}.stats.{key} must be a whole number")
+        counts[key] = value
+    stop_reason = entry.get("stop_reason") or ""
+    _require(isinstance(stop_reason, str), f"{where}.stats.stop_reason must be a string")
+    return ReplyStats(counts["prompt_tokens"], counts["generated_tokens"],
+                      _seconds(entry, "time_to_first_token", f"{where}.stats"),
+                      _seconds(entry, "duration", f"{where}.stats") or 0.0, stop_reason)
 
 
 def _load_round(entry: Any, where: str) -> ToolRound:
@@ -144,11 +177,20 @@ def _load_round(entry: Any, where: str) -> ToolRound:
                                   float(r.get("duration") or 0.0), r.get("error")))
     _require(len(results) <= len(calls), f"{where} has more results than calls")
     return ToolRound(calls=calls, results=results, reasoning=_string(entry, "reasoning", where),
-                     content=_string(entry, "content", where), raw=_string(entry, "raw", where))
+                     content=_string(entry, "content", where), raw=_string(entry, "raw", where),
+                     stats=_load_stats(entry.get("stats"), where),
+                     thinking_seconds=_seconds(entry, "thinking_seconds", where))
 
 
-def load(text: str, limits: MediaLimits) -> tuple[Conversation, dict]:
-    """Parse and validate a saved conversation. Returns it and its saved settings."""
+@dataclass
+class Loaded:
+    conversation: Conversation
+    settings: dict = field(default_factory=dict)  # chat options by name, as saved
+    declared: list[dict] = field(default_factory=list)  # schemas of the tools the user declared
+
+
+def load(text: str, limits: MediaLimits) -> Loaded:
+    """Parse and validate a saved conversation, with its settings and declared tools."""
     try:
         document = json.loads(text)
     except json.JSONDecodeError as err:
@@ -158,7 +200,6 @@ def load(text: str, limits: MediaLimits) -> tuple[Conversation, dict]:
     _require(document.get("version") == VERSION, f"unsupported version {document.get('version')!r}")
     turns_raw = document.get("turns")
     _require(isinstance(turns_raw, list), "turns must be a list")
-    folder = Path(tempfile.mkdtemp(prefix="gemma4_import_"))
     conversation = Conversation()
     for i, entry in enumerate(turns_raw):
         where = f"turns[{i}]"
@@ -167,7 +208,7 @@ def load(text: str, limits: MediaLimits) -> tuple[Conversation, dict]:
         if role == "user":
             media_raw = entry.get("media", [])
             _require(isinstance(media_raw, list), f"{where}.media must be a list")
-            media = [_load_media(m, f"{where}.media[{j}]", folder, limits) for j, m in enumerate(media_raw)]
+            media = [_load_media(m, f"{where}.media[{j}]", limits) for j, m in enumerate(media_raw)]
             conversation.turns.append(UserTurn(_string(entry, "text", where), media))
         elif role == "assistant":
             _require(i > 0 and isinstance(conversation.turns[-1], UserTurn),
@@ -180,12 +221,22 @@ def load(text: str, limits: MediaLimits) -> tuple[Conversation, dict]:
                 content=_string(entry, "content", where),
                 raw=_string(entry, "raw", where),
                 notice=_string(entry, "notice", where),
+                stats=_load_stats(entry.get("stats"), where),
+                thinking_seconds=_seconds(entry, "thinking_seconds", where),
             )
             conversation.turns.append(turn)
         else:
             raise TranscriptError(f"{where}.role must be \"user\" or \"assistant\"")
-    settings = document.get("settings") if isinstance(document.get("settings"), dict) else {}
-    return conversation, settings
+    saved = document.get("settings") if isinstance(document.get("settings"), dict) else {}
+    settings = {name: saved[name] for name in USER_OPTIONS if name in saved}
+    _require(isinstance(settings.get("system_prompt", ""), str), "settings.system_prompt must be a string")
+    _require(isinstance(settings.get("enabled_tools", []), list)
+             and all(isinstance(n, str) for n in settings.get("enabled_tools", [])),
+             "settings.enabled_tools must be a list of names")
+    declared = document.get("declared_tools", [])
+    _require(isinstance(declared, list) and all(isinstance(d, dict) for d in declared),
+             "declared_tools must be a list of schemas")
+    return Loaded(conversation, settings, declared)
 
 
 # -- the last reply, for the inspector ------------------------------------------------------------

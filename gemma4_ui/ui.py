@@ -1,4 +1,5 @@
-"""The Gradio Blocks layout, wired to `ChatSession`'s handlers.
+"""The Gradio Blocks app: layout builders that return their components, and one wiring step
+that connects them to `SharedChatHandlers`.
 
 Building the UI loads no model and touches no GPU: the engine is passed in (loaded or not).
 Stable elem_ids for browser tests: chatbot, composer, stop, thinking, system-prompt,
@@ -7,19 +8,19 @@ model-status, token-counts, template-messages, template-raw, template-expanded, 
 
 from __future__ import annotations
 
-import json
-import tempfile
-from pathlib import Path
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import gradio as gr
 
-from .config import EXAMPLES_DIR, IMAGE_BUDGETS
+from .config import EXAMPLES_DIR, IMAGE_BUDGETS, Settings
 from .conversation import Conversation
-from .display import render
 from .inspector import HIGHLIGHT_COLORS
-from .session import ChatSession
-from .tools import ToolSchemaError, ToolRegistry
-from . import transcript
+from .options import USER_OPTIONS, ChatOptions
+from .session import SharedChatHandlers, tool_choices, tools_markdown
+from .tools import ToolRegistry
 
 CSS = """
 #model-status { font-size: 0.95em; }
@@ -58,6 +59,8 @@ def _examples() -> tuple[list[list], list[str]]:
 
 
 QUEUE_POLL_SECONDS = 0.01
+# How long Gradio keeps a user's conversation and session after their last request.
+SESSION_SECONDS = 6 * 3600
 
 
 def enable_queue(demo: gr.Blocks, concurrency: int) -> gr.Blocks:
@@ -73,242 +76,312 @@ def enable_queue(demo: gr.Blocks, concurrency: int) -> gr.Blocks:
     return demo
 
 
-def _tool_choices(registry: ToolRegistry) -> list[tuple[str, str]]:
-    return [(f"{spec.label} — {spec.name}", spec.name) for spec in registry.specs()]
+# -- layout: each builder makes its part of the page and returns its components ---------------
+
+@dataclass
+class ChatColumn:
+    chatbot: gr.Chatbot
+    composer: gr.MultimodalTextbox
+    staged: gr.MultimodalTextbox  # the draft on its way from `stage` to `respond`
+    tool_row: gr.Row
+    tool_answer: gr.Textbox
+    tool_submit: gr.Button
+    tool_cancel: gr.Button
+    stop: gr.Button
+    new_chat: gr.Button
 
 
-def _tools_markdown(registry: ToolRegistry) -> str:
-    parts = []
-    for spec in registry.specs():
-        kind = {"builtin": "built-in", "python": "Python", "declared": "declared: you type its results"}[spec.source]
-        demo = " · **demo, sample data**" if spec.demo else ""
-        parts.append(f"<details><summary><b>{spec.label}</b> <code>{spec.name}</code> ({kind}{demo})</summary>\n\n"
-                     f"```json\n{json.dumps(spec.schema, indent=2)}\n```\n</details>")
-    return "\n".join(parts)
+@dataclass
+class InspectorTab:
+    counts: gr.HTML
+    note: gr.Markdown
+    messages: gr.Code
+    template: gr.HighlightedText
+    template_text: gr.Code
+    show_ids: gr.Checkbox
+    expanded: gr.Textbox
+    reply_stats: gr.JSON
+    raw_output: gr.Textbox
+    parsed_output: gr.JSON
+    export: gr.Button
+    exported: gr.File
+    upload_chat: gr.File
+
+    @property
+    def layers(self) -> list:
+        """What `SharedChatHandlers.refresh_inspector` returns, in its order."""
+        return [self.counts, self.messages, self.template, self.template_text, self.expanded, self.note]
 
 
-def build_ui(session: ChatSession) -> gr.Blocks:
-    settings = session.settings
-    registry = session.registry
+@dataclass
+class ToolsTab:
+    tool_docs: gr.Markdown
+    schema_box: gr.Code
+    declare: gr.Button
+    declare_notice: gr.Markdown
 
+
+@dataclass
+class Layout:
+    conversation: gr.State
+    session: gr.State
+    restore: gr.State  # a draft to give back to the composer when its turn failed
+    chat: ChatColumn
+    inspector: InspectorTab
+    tools: ToolsTab
+    options: dict[str, gr.components.Component]  # by ChatOptions field, in USER_OPTIONS order
+
+    @property
+    def option_inputs(self) -> list:
+        return [self.options[name] for name in USER_OPTIONS]
+
+
+def _chat_column() -> ChatColumn:
+    chatbot = gr.Chatbot(
+        elem_id="chatbot", show_label=False, height=560, editable="user", buttons=["copy"],
+        placeholder="Ask something, attach an image, audio or video, or pick an example below.",
+        group_consecutive_messages=False,
+    )
+    composer = gr.MultimodalTextbox(
+        elem_id="composer", show_label=False, sources=["upload", "microphone"],
+        file_types=["image", "audio", "video"], file_count="multiple",
+        placeholder="Message Gemma 4 — Enter to send, Shift+Enter for a new line",
+    )
+    staged = gr.MultimodalTextbox(visible=False, file_count="multiple")
+    with gr.Row(visible=False) as tool_row:
+        tool_answer = gr.Textbox(label="Result for the tool call (JSON or text)", scale=4, elem_id="tool-answer")
+        tool_submit = gr.Button("Send result", variant="primary", scale=1, elem_id="tool-submit")
+        tool_cancel = gr.Button("Cancel call", scale=1, elem_id="tool-cancel")
+    with gr.Row():
+        stop = gr.Button("⏹ Stop", elem_id="stop", variant="stop", size="sm", interactive=False)
+        new_chat = gr.Button("🆕 New conversation", elem_id="new-chat", size="sm")
+    return ChatColumn(chatbot, composer, staged, tool_row, tool_answer, tool_submit, tool_cancel, stop, new_chat)
+
+
+def _inspector_tab() -> InspectorTab:
+    counts = gr.HTML(elem_id="token-counts")
+    note = gr.Markdown(visible=False, elem_id="inspector-note")
+    with gr.Tabs():
+        with gr.Tab("Messages"):
+            messages = gr.Code(language="json", elem_id="template-messages",
+                               label="Layer 1: data passed to apply_chat_template")
+        with gr.Tab("Template"):
+            template = gr.HighlightedText(
+                elem_id="template-raw", label="Layer 2: apply_chat_template(tokenize=False)",
+                color_map=HIGHLIGHT_COLORS, combine_adjacent=False, show_legend=True,
+            )
+            with gr.Accordion("Plain text (copy)", open=False):
+                template_text = gr.Code(language=None, show_label=False, interactive=False, elem_id="template-text")
+        with gr.Tab("Expanded"):
+            show_ids = gr.Checkbox(label="Show token ids", value=False)
+            expanded = gr.Textbox(
+                elem_id="template-expanded", lines=14, max_lines=30, buttons=["copy"],
+                label="Layer 3: the processor's input_ids, soft-token runs collapsed",
+            )
+        with gr.Tab("Last reply"):
+            reply_stats = gr.JSON(label="Reply stats", elem_id="reply-stats")
+            raw_output = gr.Textbox(label="Raw output (special tokens kept)", lines=6, elem_id="raw-output",
+                                    buttons=["copy"])
+            parsed_output = gr.JSON(label="Parsed", elem_id="parsed-output")
+        with gr.Tab("Save / load"):
+            export = gr.Button("⬇ Export conversation and template", size="sm", elem_id="export")
+            exported = gr.File(label="Files", file_count="multiple", interactive=False, elem_id="exported")
+            upload_chat = gr.File(label="Load a conversation (JSON)", file_types=[".json"], elem_id="upload-chat")
+    return InspectorTab(counts, note, messages, template, template_text, show_ids, expanded, reply_stats,
+                        raw_output, parsed_output, export, exported, upload_chat)
+
+
+def _settings_tab(defaults: ChatOptions, settings: Settings) -> dict:
+    return {
+        "system_prompt": gr.Textbox(label="System prompt", value=defaults.system_prompt, lines=3,
+                                    elem_id="system-prompt"),
+        "thinking": gr.Checkbox(label="Thinking (enable_thinking)", value=defaults.thinking, elem_id="thinking"),
+        "max_new_tokens": gr.Slider(1, settings.max_new_tokens_cap, value=defaults.max_new_tokens, step=1,
+                                    label="Max new tokens", elem_id="max-new-tokens"),
+        "temperature": gr.Slider(0.0, 2.0, value=defaults.temperature, step=0.05, label="Temperature (0 = greedy)",
+                                 elem_id="temperature"),
+        "top_p": gr.Slider(0.05, 1.0, value=defaults.top_p, step=0.05, label="Top-p"),
+        "top_k": gr.Slider(1, 256, value=defaults.top_k, step=1, label="Top-k"),
+        "image_budget": gr.Radio(list(IMAGE_BUDGETS), value=defaults.image_budget, label="Image token budget",
+                                 elem_id="image-budget"),
+    }
+
+
+def _tools_tab(defaults: ChatOptions, registry: ToolRegistry) -> tuple[ToolsTab, dict]:
+    options = {
+        "enabled_tools": gr.CheckboxGroup(tool_choices(registry), value=list(defaults.enabled_tools),
+                                          label="Enabled tools", elem_id="enabled-tools"),
+        "max_tool_rounds": gr.Slider(1, 10, value=defaults.max_tool_rounds, step=1,
+                                     label="Tool rounds per reply (limit)"),
+    }
+    tool_docs = gr.Markdown(tools_markdown(registry), elem_id="tool-docs")
+    schema_box = gr.Code(language="json", label="Declare a tool (JSON schema)", lines=8, elem_id="declare-schema",
+                         interactive=True)
+    declare = gr.Button("Add tool", size="sm", elem_id="declare-tool")
+    declare_notice = gr.Markdown(elem_id="declare-notice")
+    return ToolsTab(tool_docs, schema_box, declare, declare_notice), options
+
+
+def build_layout(handlers: SharedChatHandlers) -> Layout:
+    """The page: title and model status, the chat, and the inspector / settings / tools tabs."""
+    defaults = handlers.default_options()
+    conversation = gr.State(Conversation(), time_to_live=SESSION_SECONDS)
+    session = gr.State(handlers.new_session(), time_to_live=SESSION_SECONDS)
+    restore = gr.State(None)
+
+    with gr.Row(equal_height=False):
+        gr.Markdown("## 💎 Gemma 4 UI", elem_id="title")
+        gr.Markdown(handlers.engine.status.describe(), elem_id="model-status")
+
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=3, min_width=320):
+            chat = _chat_column()
+        with gr.Column(scale=2, min_width=320):
+            with gr.Tabs():
+                with gr.Tab("Inspector", id="inspector"):
+                    inspector = _inspector_tab()
+                with gr.Tab("Settings", id="settings"):
+                    options = _settings_tab(defaults, handlers.settings)
+                with gr.Tab("Tools", id="tools"):
+                    tools, tool_options = _tools_tab(defaults, handlers.registry)
+                    options.update(tool_options)
+            example_rows, example_labels = _examples()
+            gr.Examples(example_rows, inputs=[chat.composer, options["thinking"], options["enabled_tools"]],
+                        label="Examples", example_labels=example_labels, examples_per_page=len(example_rows),
+                        elem_id="examples")
+    return Layout(conversation, session, restore, chat, inspector, tools, options)
+
+
+# -- wiring ----------------------------------------------------------------------------------------
+
+def with_options(handlers: SharedChatHandlers, method: Callable, leading: list[tuple[str, Any]]) -> Callable:
+    """`method(*leading, options, request=...)` as a Gradio handler taking the leading inputs
+    and then one input per chat option. Its signature names every parameter (the API shows
+    them by name: `/chat` takes `message`, `system_prompt`, `thinking`, ...), and the option
+    values become one `ChatOptions` here, checked against the settings."""
+    count = len(leading)
+    takes_request = "request" in inspect.signature(method).parameters
+
+    def split(args: tuple):
+        values, request = args[:-1], args[-1]  # Gradio passes the request last (see the signature)
+        options = ChatOptions.from_inputs(handlers.settings, **dict(zip(USER_OPTIONS, values[count:])))
+        return values[:count], options, request
+
+    if inspect.isgeneratorfunction(method):
+        def handler(*args):
+            leading_values, options, request = split(args)
+            yield from method(*leading_values, options, **({"request": request} if takes_request else {}))
+    else:
+        def handler(*args):
+            leading_values, options, request = split(args)
+            return method(*leading_values, options, **({"request": request} if takes_request else {}))
+
+    positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    parameters = [inspect.Parameter(name, positional, annotation=kind) for name, kind in leading]
+    parameters += [inspect.Parameter(name, positional) for name in USER_OPTIONS]
+    parameters.append(inspect.Parameter("request", positional, default=None, annotation=gr.Request))
+    handler.__signature__ = inspect.Signature(parameters)
+    handler.__annotations__ = {name: kind for name, kind in leading if kind is not inspect.Parameter.empty}
+    handler.__annotations__["request"] = gr.Request
+    handler.__name__ = handler.__qualname__ = method.__name__
+    handler.__doc__ = method.__doc__
+    return handler
+
+
+def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
+    """Connect the components to the handlers: every event, in one place."""
+    chat, inspector, tools = layout.chat, layout.inspector, layout.tools
+    conversation, session, restore = layout.conversation, layout.session, layout.restore
+    options = layout.option_inputs
+    empty = inspect.Parameter.empty
+    turn = [("conversation", empty), ("session", empty)]
+    chat_outputs = [chat.chatbot, conversation, restore]
+    gpu = dict(concurrency_limit=handlers.settings.gpu_concurrency, concurrency_id="gpu")
+    private = dict(api_visibility="private")
+
+    after_turn = with_options(handlers, handlers.after_turn, [("conversation", empty), ("restore", empty),
+                                                              ("composer", empty), ("session", empty),
+                                                              ("show_ids", empty)])
+    after = dict(fn=after_turn, inputs=[conversation, restore, chat.composer, session, inspector.show_ids, *options],
+                 outputs=[chat.composer, chat.stop, chat.tool_row, chat.tool_answer, inspector.reply_stats,
+                          inspector.raw_output, inspector.parsed_output, *inspector.layers],
+                 show_progress="hidden", **private)
+
+    def running():
+        return gr.update(interactive=True)  # Stop, as soon as a turn is asked for
+
+    # 1. Send: check and show the message, stream the reply, then settle the composer.
+    respond = with_options(handlers, handlers.respond, [("message", empty), *turn])
+    chat.composer.submit(handlers.stage, [chat.composer, conversation, session],
+                         [chat.composer, chat.staged, chat.chatbot, chat.stop], queue=False, **private).then(
+        respond, [chat.staged, conversation, session, *options], chat_outputs, api_name="chat",
+        show_progress="minimal", **gpu,
+    ).then(**after)
+
+    # 2. Stop: the running or queued turn stops (the reply it has so far stays).
+    chat.stop.click(handlers.stop, [session], None, queue=False, api_name="stop")
+
+    # 3. Retry, undo and edit of the last message.
+    chat.chatbot.retry(running, None, chat.stop, queue=False, **private).then(
+        with_options(handlers, handlers.retry, turn), [conversation, session, *options], chat_outputs, **private,
+        **gpu,
+    ).then(**after)
+    chat.chatbot.undo(handlers.undo, [conversation, session], [chat.chatbot, conversation, chat.composer],
+                      **private).then(**after)
+    chat.chatbot.edit(running, None, chat.stop, queue=False, **private)
+    chat.chatbot.edit(with_options(handlers, handlers.edit, [("data", gr.EditData), *turn]),
+                      [conversation, session, *options], chat_outputs, **private, **gpu).then(**after)
+
+    # 4. Client tools: the user answers (or cancels) a call the model made.
+    answer = with_options(handlers, handlers.answer_tool, [("answer", empty), *turn])
+    cancel = with_options(handlers, handlers.cancel_tool, turn)
+    for trigger, handler, inputs, name in (
+        (chat.tool_submit.click, answer, [chat.tool_answer, conversation, session, *options], "tool_result"),
+        (chat.tool_answer.submit, answer, [chat.tool_answer, conversation, session, *options], None),
+        (chat.tool_cancel.click, cancel, [conversation, session, *options], "cancel_tool"),
+    ):
+        trigger(running, None, chat.stop, queue=False, **private).then(
+            handler, inputs, chat_outputs, api_name=name, api_visibility="public" if name else "private", **gpu,
+        ).then(**after)
+
+    # 5. New conversation, also from the Chatbot's own trash button: a reply still streaming stops.
+    reset_outputs = [chat.chatbot, conversation, restore, chat.composer, chat.stop, chat.tool_row]
+    chat.new_chat.click(handlers.reset, [session], reset_outputs, api_name="new_conversation", queue=False).then(
+        **after)
+    chat.chatbot.clear(handlers.reset, [session], reset_outputs, queue=False, **private).then(**after)
+
+    # 6. The inspector follows the draft and the settings (always_last: a natural debounce).
+    refresh = with_options(handlers, handlers.refresh_inspector,
+                           [("value", empty), *turn, ("show_ids", empty)])
+    live = dict(fn=refresh, inputs=[chat.composer, conversation, session, inspector.show_ids, *options],
+                outputs=inspector.layers, show_progress="hidden", trigger_mode="always_last",
+                concurrency_limit=4, concurrency_id="inspector", **private)
+    for name in ("system_prompt", "thinking", "image_budget", "enabled_tools"):
+        layout.options[name].change(**live)
+    for component in (chat.composer, inspector.show_ids):
+        component.change(**live)
+    demo.load(**live)
+
+    # 7. Declared tools (this user only).
+    tools.declare.click(handlers.add_tool, [tools.schema_box, layout.options["enabled_tools"], session],
+                        [layout.options["enabled_tools"], tools.tool_docs, tools.schema_box, tools.declare_notice],
+                        api_name="declare_tool")
+
+    # 8. Take it with you: the conversation and the raw template as files; loading back.
+    export = with_options(handlers, handlers.export_files,
+                          [("conversation", empty), ("raw_template", empty), ("session", empty)])
+    inspector.export.click(export, [conversation, inspector.template_text, session, *options], inspector.exported,
+                           api_name="export")
+    inspector.upload_chat.upload(
+        handlers.load_chat, [inspector.upload_chat, session],
+        [chat.chatbot, conversation, layout.options["system_prompt"], layout.options["thinking"],
+         layout.options["enabled_tools"], tools.tool_docs], **private,
+    ).then(**after)
+
+
+def build_ui(handlers: SharedChatHandlers) -> gr.Blocks:
+    """The whole app; builds no model and touches no GPU (the engine is passed in, loaded or not)."""
     with gr.Blocks(title="Gemma 4 UI", fill_height=False, delete_cache=(3600, 7200)) as demo:
-        conversation = gr.State(Conversation(), time_to_live=6 * 3600)
-        declared = gr.State([])
-        restore = gr.State(None)
-
-        with gr.Row(equal_height=False):
-            gr.Markdown("## 💎 Gemma 4 UI", elem_id="title")
-            status = gr.Markdown(session.engine.status.describe(), elem_id="model-status")
-
-        with gr.Row(equal_height=False):
-            # -- the chat -----------------------------------------------------------------------
-            with gr.Column(scale=3, min_width=320):
-                chatbot = gr.Chatbot(
-                    elem_id="chatbot", show_label=False, height=560, editable="user", buttons=["copy"],
-                    placeholder="Ask something, attach an image, audio or video, or pick an example below.",
-                    group_consecutive_messages=False,
-                )
-                composer = gr.MultimodalTextbox(
-                    elem_id="composer", show_label=False, sources=["upload", "microphone"],
-                    file_types=["image", "audio", "video"], file_count="multiple",
-                    placeholder="Message Gemma 4 — Enter to send, Shift+Enter for a new line",
-                )
-                staged = gr.MultimodalTextbox(visible=False, file_count="multiple")
-                with gr.Row(visible=False) as tool_row:
-                    tool_answer = gr.Textbox(label="Result for the tool call (JSON or text)", scale=4,
-                                             elem_id="tool-answer")
-                    tool_submit = gr.Button("Send result", variant="primary", scale=1, elem_id="tool-submit")
-                    tool_cancel = gr.Button("Cancel call", scale=1, elem_id="tool-cancel")
-                with gr.Row():
-                    stop = gr.Button("⏹ Stop", elem_id="stop", variant="stop", size="sm", interactive=False)
-                    new_chat = gr.Button("🆕 New conversation", elem_id="new-chat", size="sm")
-
-            # -- settings, tools, inspector -------------------------------------------------------
-            with gr.Column(scale=2, min_width=320):
-                with gr.Tabs():
-                    with gr.Tab("Inspector", id="inspector"):
-                        counts = gr.HTML(elem_id="token-counts")
-                        inspector_note = gr.Markdown(visible=False, elem_id="inspector-note")
-                        with gr.Tabs():
-                            with gr.Tab("Messages"):
-                                layer_messages = gr.Code(language="json", elem_id="template-messages",
-                                                         label="Layer 1: data passed to apply_chat_template")
-                            with gr.Tab("Template"):
-                                layer_template = gr.HighlightedText(
-                                    elem_id="template-raw", label="Layer 2: apply_chat_template(tokenize=False)",
-                                    color_map=HIGHLIGHT_COLORS, combine_adjacent=False, show_legend=True,
-                                )
-                                with gr.Accordion("Plain text (copy)", open=False):
-                                    template_text = gr.Code(language=None, show_label=False, interactive=False,
-                                                            elem_id="template-text")
-                            with gr.Tab("Expanded"):
-                                show_ids = gr.Checkbox(label="Show token ids", value=False)
-                                layer_expanded = gr.Textbox(
-                                    elem_id="template-expanded", lines=14, max_lines=30, buttons=["copy"],
-                                    label="Layer 3: the processor's input_ids, soft-token runs collapsed",
-                                )
-                            with gr.Tab("Last reply"):
-                                reply_stats = gr.JSON(label="Reply stats", elem_id="reply-stats")
-                                raw_output = gr.Textbox(label="Raw output (special tokens kept)", lines=6,
-                                                        elem_id="raw-output", buttons=["copy"])
-                                parsed_output = gr.JSON(label="Parsed", elem_id="parsed-output")
-                            with gr.Tab("Save / load"):
-                                export = gr.Button("⬇ Export conversation and template", size="sm",
-                                                   elem_id="export")
-                                exported = gr.File(label="Files", file_count="multiple", interactive=False,
-                                                   elem_id="exported")
-                                upload_chat = gr.File(label="Load a conversation (JSON)", file_types=[".json"],
-                                                      elem_id="upload-chat")
-                    with gr.Tab("Settings", id="settings"):
-                        system_prompt = gr.Textbox(label="System prompt", value=settings.system_prompt, lines=3,
-                                                   elem_id="system-prompt")
-                        thinking = gr.Checkbox(label="Thinking (enable_thinking)", value=settings.thinking,
-                                               elem_id="thinking")
-                        max_new_tokens = gr.Slider(1, settings.max_new_tokens_cap, value=settings.max_new_tokens,
-                                                   step=1, label="Max new tokens", elem_id="max-new-tokens")
-                        temperature = gr.Slider(0.0, 2.0, value=1.0, step=0.05,
-                                                label="Temperature (0 = greedy)", elem_id="temperature")
-                        top_p = gr.Slider(0.05, 1.0, value=0.95, step=0.05, label="Top-p")
-                        top_k = gr.Slider(1, 256, value=64, step=1, label="Top-k")
-                        image_budget = gr.Radio(list(IMAGE_BUDGETS), value=280, label="Image token budget",
-                                                elem_id="image-budget")
-                    with gr.Tab("Tools", id="tools"):
-                        enabled_tools = gr.CheckboxGroup(_tool_choices(registry), value=[], label="Enabled tools",
-                                                         elem_id="enabled-tools")
-                        max_tool_rounds = gr.Slider(1, 10, value=settings.max_tool_rounds, step=1,
-                                                    label="Tool rounds per reply (limit)")
-                        tool_docs = gr.Markdown(_tools_markdown(registry))
-                        schema_box = gr.Code(language="json", label="Declare a tool (JSON schema)", lines=8,
-                                             elem_id="declare-schema", interactive=True)
-                        declare = gr.Button("Add tool", size="sm", elem_id="declare-tool")
-
-                example_rows, example_labels = _examples()
-                gr.Examples(example_rows, inputs=[composer, thinking, enabled_tools], label="Examples",
-                            example_labels=example_labels, examples_per_page=len(example_rows),
-                            elem_id="examples")
-
-        options = [system_prompt, thinking, max_new_tokens, temperature, top_p, top_k, image_budget,
-                   enabled_tools, max_tool_rounds]
-        chat_outputs = [chatbot, conversation, restore]
-        inspector_outputs = [counts, layer_messages, layer_template, template_text, layer_expanded,
-                             inspector_note]
-
-        def refresh_inspector(value, conv, decl, ids, *opts):
-            view = session.inspect(value, conv, decl, ids, *opts)
-            note = gr.update(value=f"⚠️ {view.warning}", visible=True) if view.warning else gr.update(visible=False)
-            return view.counts, view.messages, view.template, view.template_raw, view.expanded, note
-
-        def after_turn(conv: Conversation, restore_value, decl, ids, *opts):
-            """Re-enable the composer (giving back a draft that failed), show the client-tool
-            box if a call waits, and bring the inspector and last-reply panels up to date."""
-            pending = session.pending_client_call(conv)
-            composer_update = gr.update(interactive=True, value=restore_value) if restore_value else gr.update(
-                interactive=True)
-            stats, raw, parsed = transcript.last_reply(conv)
-            return (composer_update, gr.update(interactive=False), gr.update(visible=pending is not None),
-                    gr.update(value=""), stats, raw, parsed, *refresh_inspector(None, conv, decl, ids, *opts))
-
-        after_outputs = [composer, stop, tool_row, tool_answer, reply_stats, raw_output, parsed_output,
-                         *inspector_outputs]
-
-        def stage(value, conv):
-            composer_update, staged_value, chat = session.stage(value, conv)
-            return composer_update, staged_value, chat, gr.update(interactive=staged_value is not None)
-
-        def running():
-            return gr.update(interactive=True)
-
-        after_inputs = [conversation, restore, declared, show_ids, *options]
-        gpu = dict(concurrency_limit=settings.gpu_concurrency, concurrency_id="gpu")
-
-        # 1. Send: check and show the message, stream the reply, then settle the composer.
-        composer.submit(stage, [composer, conversation], [composer, staged, chatbot, stop],
-                        api_visibility="private", queue=False).then(
-            session.respond, [staged, conversation, declared, *options], chat_outputs, api_name="chat",
-            show_progress="minimal", **gpu,
-        ).then(after_turn, after_inputs, after_outputs, api_visibility="private", show_progress="hidden")
-
-        # 2. Stop: a flag the running turn checks between tokens (the reply it has so far stays).
-        stop.click(session.stop, None, None, queue=False, api_name="stop")
-
-        # 3. Retry, undo and edit of the last message.
-        chatbot.retry(running, None, stop, queue=False, api_visibility="private").then(
-            session.retry, [conversation, declared, *options], chat_outputs, api_visibility="private", **gpu,
-        ).then(after_turn, after_inputs, after_outputs, api_visibility="private", show_progress="hidden")
-        chatbot.undo(session.undo, [conversation], [chatbot, conversation, composer], api_visibility="private")
-        chatbot.edit(session.edit, [conversation, declared, *options], chat_outputs, api_visibility="private",
-                     **gpu).then(after_turn, after_inputs, after_outputs, api_visibility="private",
-                                 show_progress="hidden")
-        chatbot.edit(running, None, stop, queue=False, api_visibility="private")
-
-        # 4. Client tools: the user answers (or cancels) a call the model made.
-        for trigger, handler, inputs, name in (
-            (tool_submit.click, session.answer_tool, [tool_answer, conversation, declared, *options], "tool_result"),
-            (tool_answer.submit, session.answer_tool, [tool_answer, conversation, declared, *options], None),
-            (tool_cancel.click, session.cancel_tool, [conversation, declared, *options], "cancel_tool"),
-        ):
-            trigger(running, None, stop, queue=False, api_visibility="private").then(
-                handler, inputs, chat_outputs, api_name=name, api_visibility="public" if name else "private", **gpu,
-            ).then(after_turn, after_inputs, after_outputs, api_visibility="private", show_progress="hidden")
-
-        # 5. New conversation.
-        def reset():
-            return [], Conversation(), None, gr.update(value=None, interactive=True), gr.update(visible=False)
-
-        new_chat.click(reset, None, [chatbot, conversation, restore, composer, tool_row], api_name="new_conversation",
-                       queue=False).then(after_turn, after_inputs, after_outputs, api_visibility="private",
-                                         show_progress="hidden")
-        # The Chatbot's own trash button clears the display; the conversation goes with it.
-        chatbot.clear(reset, None, [chatbot, conversation, restore, composer, tool_row], api_visibility="private",
-                      queue=False).then(after_turn, after_inputs, after_outputs, api_visibility="private",
-                                        show_progress="hidden")
-
-        # 6. The inspector follows the draft and the settings (always_last: a natural debounce).
-        live = dict(fn=refresh_inspector, inputs=[composer, conversation, declared, show_ids, *options],
-                    outputs=inspector_outputs, api_visibility="private", show_progress="hidden",
-                    trigger_mode="always_last", concurrency_limit=4, concurrency_id="inspector")
-        for component in (composer, system_prompt, thinking, image_budget, enabled_tools, show_ids):
-            component.change(**live)
-        demo.load(**live)
-
-        # 7. Declared tools (this session only).
-        def add_tool(schema: str, decl: list, enabled: list):
-            """Declare a tool from its JSON schema, for this session; it is enabled at once."""
-            text = schema
-            try:
-                spec = session.registry_for(decl).declare(text)
-            except ToolSchemaError as err:
-                raise gr.Error(str(err)) from None
-            new_declared = decl + [spec.schema]
-            reg = session.registry_for(new_declared)
-            gr.Info(f"Added {spec.name}: when the model calls it, you type the result.")
-            return (new_declared, gr.update(choices=_tool_choices(reg), value=list(enabled) + [spec.name]),
-                    _tools_markdown(reg), "")
-
-        declare.click(add_tool, [schema_box, declared, enabled_tools],
-                      [declared, enabled_tools, tool_docs, schema_box], api_name="declare_tool")
-
-        # 8. Take it with you: the conversation and the raw template as files; loading back.
-        def export_files(conv: Conversation, raw: str, *opts):
-            folder = Path(tempfile.mkdtemp(prefix="gemma4_export_"))
-            chat_path, template_path = folder / "gemma4_conversation.json", folder / "gemma4_prompt.txt"
-            chat_path.write_text(transcript.dumps(conv, session.options(*opts)), encoding="utf-8")
-            template_path.write_text(raw or "", encoding="utf-8")
-            return [str(chat_path), str(template_path)]
-
-        def load_chat(file):
-            if file is None:
-                return gr.update(), gr.update(), gr.update(), gr.update(), gr.update()
-            try:
-                conv, saved = transcript.load(Path(file).read_text(encoding="utf-8"), session.settings.limits)
-            except transcript.TranscriptError as err:
-                raise gr.Error(f"Could not load that conversation: {err}") from None
-            gr.Info("Conversation loaded.")
-            return (render(conv), conv, saved.get("system_prompt", ""), bool(saved.get("thinking", False)),
-                    [t for t in saved.get("enabled_tools", []) if registry.get(t)])
-
-        export.click(export_files, [conversation, template_text, *options], exported, api_name="export")
-        upload_chat.upload(load_chat, upload_chat, [chatbot, conversation, system_prompt, thinking, enabled_tools],
-                           api_visibility="private").then(after_turn, after_inputs, after_outputs,
-                                                          api_visibility="private", show_progress="hidden")
+        layout = build_layout(handlers)
+        wire(demo, handlers, layout)
     return demo

@@ -55,11 +55,11 @@ class AppServer:
 
 def start_app(engine, **overrides) -> AppServer:
     from gemma4_ui.config import Settings
-    from gemma4_ui.session import ChatSession
+    from gemma4_ui.session import SharedChatHandlers
     from gemma4_ui.ui import CSS, build_ui, enable_queue
 
     settings = Settings(model="tiny", **overrides)
-    session = ChatSession(engine, settings)
+    session = SharedChatHandlers(engine, settings)
     demo = enable_queue(build_ui(session), settings.gpu_concurrency)
     port = free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, css=CSS,
@@ -109,3 +109,12 @@ def screenshot(page, name: str) -> Path:
     path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+@pytest.fixture()
+def session_handlers(tiny_engine):
+    """The handlers all users share, on the tiny model, with default settings."""
+    from gemma4_ui.config import Settings
+    from gemma4_ui.session import SharedChatHandlers
+
+    return SharedChatHandlers(tiny_engine, Settings(model="tiny"))

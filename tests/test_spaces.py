@@ -56,10 +56,10 @@ import torch
 import app
 from gemma4_ui.config import Settings
 from gemma4_ui.engine_local import LocalEngine, _MODELS
-from gemma4_ui.session import ChatSession
+from gemma4_ui.session import SharedChatHandlers
 from gemma4_ui.ui import build_ui
 engine = LocalEngine("tiny")
-build_ui(ChatSession(engine, Settings(model="tiny")))
+build_ui(SharedChatHandlers(engine, Settings(model="tiny")))
 print(json.dumps({"cuda": torch.cuda.is_initialized(), "models": len(_MODELS), "loaded": engine.loaded}))
 """
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=180,

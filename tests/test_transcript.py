@@ -7,10 +7,10 @@ import json
 import pytest
 
 from gemma4_ui import transcript
-from gemma4_ui.chat import ChatOptions
 from gemma4_ui.conversation import AssistantTurn, Conversation, ToolRound, UserTurn, to_gemma_messages
 from gemma4_ui.events import ReplyStats, ToolCall
 from gemma4_ui.media import MediaLimits, load_media
+from gemma4_ui.options import ChatOptions
 from gemma4_ui.tools import ToolResult
 
 from conftest import ROOT
@@ -34,7 +34,8 @@ def sample_conversation() -> Conversation:
 
 def test_round_trip_keeps_turns_calls_and_media():
     original = sample_conversation()
-    loaded, settings = transcript.load(transcript.dumps(original, OPTIONS), MediaLimits())
+    result = transcript.load(transcript.dumps(original, OPTIONS), MediaLimits())
+    loaded, settings = result.conversation, result.settings
     assert settings["system_prompt"] == "Be brief." and settings["enabled_tools"] == ["get_current_weather"]
     assert len(loaded.turns) == 4
     first = loaded.turns[0]
@@ -77,3 +78,87 @@ def test_last_reply_shows_raw_parsed_and_stats():
     assert stats["generations"][0]["prompt_tokens"] == 10
     assert raw == "Shapes and a voice.<turn|>"
     assert parsed["content"] == "Shapes and a voice." and parsed["reasoning_content"] == "Look at it."
+
+
+def same_named_media(tmp_path):
+    """Two different images both called photo.png, from two folders (two uploads)."""
+    from PIL import Image
+
+    items = []
+    for colour in ("red", "blue"):
+        folder = tmp_path / colour
+        folder.mkdir()
+        Image.new("RGB", (32, 24), colour).save(folder / "photo.png")
+        items.append(load_media(str(folder / "photo.png")))
+    return items
+
+
+def test_export_import_export_is_byte_for_byte(tmp_path):
+    red, blue = same_named_media(tmp_path)
+    call = ToolCall("get_current_weather", {"location": "Lima"}, raw="call:get_current_weather{}", id="call_0")
+    result = ToolResult("get_current_weather", "call_0", "ok", {"temperature": 19}, 0.0123456)
+    conversation = Conversation([
+        UserTurn("Which is red?", [red, blue]),
+        AssistantTurn(content="The first.", reasoning="Compare them.", raw="raw<turn|>", thinking_seconds=1.23456789,
+                      stats=ReplyStats(42, 7, 0.0312345, 0.4567891, "stop")),
+        UserTurn("Weather in Lima?"),
+        AssistantTurn(rounds=[ToolRound([call], [result], reasoning="Call it.", raw="r1", thinking_seconds=0.5,
+                                        stats=ReplyStats(50, 9, 0.02, 0.3, "tool_call"))],
+                      content="19 degrees.", stats=ReplyStats(60, 4, 0.01, 0.2, "stop"), notice="Cut off."),
+    ])
+    declared = [{"type": "function", "function": {"name": "lookup_order", "description": "Finds an order.",
+                                                  "parameters": {"type": "object", "properties": {}}}}]
+    first = transcript.dumps(conversation, OPTIONS, declared)
+    loaded = transcript.load(first, MediaLimits())
+    second = transcript.dumps(loaded.conversation, ChatOptions(**loaded.settings), loaded.declared)
+    assert second == first
+
+    images = loaded.conversation.turns[0].media
+    assert [m.name for m in images] == ["photo.png", "photo.png"]
+    assert images[0].path != images[1].path, "two media of the same name do not overwrite each other"
+    assert images[0].data.getpixel((0, 0)) == (255, 0, 0) and images[1].data.getpixel((0, 0)) == (0, 0, 255)
+    answer, tools = loaded.conversation.turns[1], loaded.conversation.turns[3]
+    assert answer.thinking_seconds == 1.23456789 and tools.rounds[0].thinking_seconds == 0.5
+    assert answer.stats == conversation.turns[1].stats and tools.rounds[0].stats.stop_reason == "tool_call"
+
+
+def test_loaded_thoughts_are_done_not_pending(tmp_path):
+    from gemma4_ui.display import render
+
+    conversation = Conversation([UserTurn("Hi"), AssistantTurn(content="Hello.", reasoning="Greet.",
+                                                               thinking_seconds=2.0)])
+    loaded = transcript.load(transcript.dumps(conversation, OPTIONS), MediaLimits()).conversation
+    (thought,) = [m for m in render(loaded) if m.get("metadata")]
+    assert thought["metadata"]["status"] == "done" and thought["metadata"]["duration"] == 2.0
+
+
+def test_imported_media_files_are_deleted_with_their_conversation(tmp_path):
+    import gc
+    import os
+
+    red, blue = same_named_media(tmp_path)
+    text = transcript.dumps(Conversation([UserTurn("Two", [red, blue])]), OPTIONS)
+    loaded = transcript.load(text, MediaLimits())
+    paths = [m.path for m in loaded.conversation.turns[0].media]
+    assert all(os.path.exists(p) for p in paths)
+    del loaded
+    gc.collect()
+    assert not any(os.path.exists(os.path.dirname(p)) for p in paths), "the import's folders are gone"
+
+
+def test_sent_media_outlive_gradios_upload(session_handlers, tmp_path):
+    """Gradio deletes uploads after a while; the conversation's media keep their own files, so
+    the chat still shows them and Export still works."""
+    from PIL import Image
+
+    from gemma4_ui.session import Draft
+
+    upload = tmp_path / "gradio-upload" / "cat.png"
+    upload.parent.mkdir()
+    Image.new("RGB", (16, 16), "green").save(upload)
+    user = session_handlers.new_session()
+    turn = session_handlers.user_turn(Draft("A cat", [str(upload)]), user)
+    upload.unlink()  # what Gradio's delete_cache does
+    text = transcript.dumps(Conversation([turn]), OPTIONS)
+    (item,) = transcript.load(text, MediaLimits()).conversation.turns[0].media
+    assert item.name == "cat.png" and item.data.getpixel((0, 0)) == (0, 128, 0)
