@@ -39,12 +39,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gemma4_ui import builtin_tools  # noqa: E402
-from gemma4_ui.chat import ChatOptions, build_spec  # noqa: E402
 from gemma4_ui.conversation import AssistantTurn, Conversation, ToolRound, UserTurn  # noqa: E402
-from gemma4_ui.events import ToolCall  # noqa: E402
+from gemma4_ui.events import ToolCall, ToolResult  # noqa: E402
 from gemma4_ui.media import AUDIO_SAMPLING_RATE, MediaItem  # noqa: E402
-from gemma4_ui.prompt import model_inputs, template_text  # noqa: E402
-from gemma4_ui.tools import ToolRegistry, ToolResult, default_registry  # noqa: E402
+from gemma4_ui.options import ChatOptions  # noqa: E402
+from gemma4_ui.prompt import build_spec, model_inputs, template_text  # noqa: E402
+from gemma4_ui.tools import ToolRegistry, default_registry  # noqa: E402
 
 BUILTIN_TOOLS = ("calculator", "convert_units", "current_time", "get_current_weather")
 QUOTE = '<|"|>'

@@ -374,7 +374,7 @@ def save(model, processor, out: Path, summary: dict) -> None:
 
 def run_turn(runner, text: str, tools: list[str], thinking: bool = False, media=(), max_new_tokens: int = 160):
     """One turn through the app's loop, greedy; returns the settled assistant turn."""
-    from gemma4_ui.chat import ChatOptions
+    from gemma4_ui.options import ChatOptions
     from gemma4_ui.conversation import Conversation, UserTurn
 
     options = ChatOptions(enabled_tools=tools, thinking=thinking, temperature=0.0, max_new_tokens=max_new_tokens)
