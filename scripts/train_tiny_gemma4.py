@@ -410,6 +410,26 @@ def thought_as_asked(turn, thinking: bool) -> bool:
     return all(0 < len(t.strip()) <= 400 for t in thoughts)
 
 
+def show_samples(runner) -> None:
+    """Raw greedy outputs (special tokens kept) of a few turns, round by round."""
+    from gemma4_ui.media import load_media
+
+    examples = ROOT / "assets" / "examples"
+    samples = [
+        ("weather, thinking on", "What's the weather in Ouagadougou?", ["get_current_weather"], True, [], 160),
+        ("image", "What did I send?", [], False, [load_media(str(examples / "shapes.png"))], 160),
+        ("long story", "Write a long story.", [], False, [], 1024),
+    ]
+    for title, text, tools, thinking, media, limit in samples:
+        turn = run_turn(runner, text, tools, thinking, media, limit)
+        print(f"--- {title}: {text}")
+        for index, round_ in enumerate(turn.rounds):
+            print(f"[round {index + 1} raw] {round_.raw}")
+            print(f"[tool response] {round_.results[0].response}")
+        raw = turn.raw if len(turn.raw) < 400 else f"{turn.raw[:200]} [...] ({turn.stats.generated_tokens} tokens)"
+        print(f"[final raw] {raw}", flush=True)
+
+
 TOOL_VALUES = {  # what an answer must quote from each tool's response
     "get_current_weather": lambda result: (result.response["temperature"], result.response["weather"]),
     "calculator": lambda result: (result.response["result"],),
