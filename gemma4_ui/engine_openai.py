@@ -33,9 +33,9 @@ import numpy as np
 import openai
 
 from .config import BUNDLED_MODEL, Settings
-from .engine import Engine, GenerationRequest
+from .engine import Engine, GenerationRequest, ModelLoadError, ModelStatus
 from .events import Done, EngineError, Event, ReplyStats, ThinkingDelta, ToolCall, ToolCallStarted
-from .loading import ModelLoadError, ModelStatus, hub_reachable
+from .loading import hub_reachable
 from .media import AUDIO_SAMPLING_RATE, MediaItem
 from .parsing import ReplyParser
 from .prompt import PromptSpec

@@ -7,8 +7,9 @@ import sys
 
 import pytest
 
-from gemma4_ui.config import BUNDLED_MODEL, parse_settings
-from gemma4_ui.loading import BUNDLED_TRAINED, ModelLoadError, hub_reachable, pick_device, resolve_model
+from gemma4_ui.config import BUNDLED_MODEL, BUNDLED_TRAINED, parse_settings
+from gemma4_ui.engine import ModelLoadError
+from gemma4_ui.loading import hub_reachable, pick_device, resolve_model
 
 from conftest import ROOT
 

@@ -36,9 +36,9 @@ from PIL import Image
 
 from conftest import ROOT, free_port, start_app
 from gemma4_ui.chat import ChatOptions, TurnRunner
-from gemma4_ui.config import BUNDLED_MODEL, Settings
+from gemma4_ui.config import BUNDLED_MODEL, BUNDLED_TRAINED, Settings
 from gemma4_ui.conversation import Conversation, UserTurn
-from gemma4_ui.engine import GenerationRequest
+from gemma4_ui.engine import GenerationRequest, ModelLoadError
 from gemma4_ui.engine_openai import (
     OpenAIEngine,
     ReplyAssembler,
@@ -48,7 +48,6 @@ from gemma4_ui.engine_openai import (
     wav_base64,
 )
 from gemma4_ui.events import Done, EngineError, TextDelta, ThinkingDelta, ToolCall, ToolCallStarted
-from gemma4_ui.loading import BUNDLED_TRAINED, ModelLoadError
 from gemma4_ui.media import MediaItem, load_media
 from gemma4_ui.parsing import ReplyParser
 from gemma4_ui.prompt import PromptSpec, model_inputs
