@@ -5,14 +5,21 @@ bundle's."""
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import subprocess
+import sys
 import threading
+import time
+import urllib.request
 
 import pytest
 import torch
+from gradio_client import Client
 from transformers import AutoModelForCausalLM, AutoModelForMultimodalLM, AutoProcessor
 
-from conftest import ROOT
+from conftest import ROOT, free_port
 from gemma4_ui import family, inspector
 from gemma4_ui.chat import ChatOptions, build_spec
 from gemma4_ui.config import BUNDLED_MODEL
@@ -196,3 +203,39 @@ def test_the_checkpoints_own_chat_and_response_templates_are_used(tmp_path):
     assert bare.processor.chat_template == bundled
     assert "ships no chat template" in bare.status.describe()
     assert template_text(bare.processor, spec).endswith("<|turn>model\n")
+
+
+# -- the app, as `make run ARGS="--model PATH --assistant PATH"` starts it ---------------------------
+
+def test_the_app_serves_the_unified_model_with_its_drafter_offline(checkpoints, tmp_path):
+    port = free_port()
+    command = [sys.executable, "app.py", "--model", str(checkpoints["unified"]),
+               "--assistant", str(checkpoints["unified_drafter"]), "--device", "cpu", "--port", str(port)]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
+    log = tmp_path / "app.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.time() + 180
+        while True:
+            assert process.poll() is None, log.read_text()[-3000:]
+            assert time.time() < deadline, "the app did not start in 180 s"
+            try:
+                with urllib.request.urlopen(url + "config", timeout=2) as answer:
+                    config = json.load(answer)
+                break
+            except OSError:
+                time.sleep(0.5)
+        status = next(c["props"]["value"] for c in config["components"] if c["props"].get("elem_id") == "model-status")
+        assert "**unified** on cpu" in status and "drafting with unified-drafter" in status
+        reply = Client(url, verbose=False).predict({"text": "Hello!", "files": []}, max_new_tokens=6, temperature=0,
+                                                   api_name="/chat")
+        assert reply, "the app answered"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
