@@ -210,6 +210,12 @@ class LocalEngine(Engine):
     def model(self):
         return _MODELS[self._key][0]
 
+    @property
+    def drafter(self):
+        """The MTP drafter passed to generate, or None."""
+        counting = _MODELS[self._key][2]
+        return counting.model if counting is not None else None
+
     def stream(self, request: GenerationRequest, cancel: threading.Event) -> Iterator:
         started = time.perf_counter()
         # 1. Layers 2 and 3, on the CPU.
