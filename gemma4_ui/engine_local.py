@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Iterator
 
+from . import family
 from .config import ASSISTANT_AUTO, ASSISTANT_OFF
 from .drafting import CountingDrafter, DraftCounts, load_drafter, resolve_drafter
 from .engine import Engine, GenerationRequest
@@ -192,6 +193,7 @@ class LocalEngine(Engine):
         benchmarks hand over models built in memory (bench/gpu_bench.py: random weights in the
         real E2B shape)."""
         self.processor = processor
+        self.modalities = family.modalities(model.config)
         # One entry per engine: two engines may serve the same checkpoint (with and without a drafter).
         self._key = f"{self.resolved.path}@{self.status.device}#{next(_ENGINE_NUMBERS)}"
         _MODELS[self._key] = (model, self.processor.tokenizer, CountingDrafter(drafter) if drafter is not None else None)

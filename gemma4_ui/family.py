@@ -14,6 +14,17 @@ from __future__ import annotations
 UNIFIED_AUDIO_POSITION_LIMIT = 450
 
 
+def modalities(config) -> frozenset[str]:
+    """What the checkpoint takes in: images and video through its vision part, audio through
+    its audio part; a model without one (26B-A4B and 31B have no audio) refuses that input."""
+    kinds = {"text"}
+    if getattr(config, "vision_config", None) is not None:
+        kinds |= {"image", "video"}
+    if getattr(config, "audio_config", None) is not None:
+        kinds.add("audio")
+    return frozenset(kinds)
+
+
 def is_unified(processor) -> bool:
     return type(processor).__name__.startswith("Gemma4Unified")
 

@@ -239,3 +239,13 @@ def test_the_app_serves_the_unified_model_with_its_drafter_offline(checkpoints, 
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def test_modalities_follow_the_checkpoints_parts(unified_engine, tiny_engine):
+    from transformers import AutoConfig
+
+    assert unified_engine.modalities == tiny_engine.modalities == {"text", "image", "audio", "video"}
+    no_audio = AutoConfig.from_pretrained(BUNDLED_MODEL, audio_config=None)  # as 26B-A4B and 31B
+    assert family.modalities(no_audio) == {"text", "image", "video"}
+    text_only = AutoConfig.from_pretrained(BUNDLED_MODEL, audio_config=None, vision_config=None)
+    assert family.modalities(text_only) == {"text"}
