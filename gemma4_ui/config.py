@@ -141,6 +141,8 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
         parser.error(f"GEMMA4_BACKEND must be one of {', '.join(sorted(ENGINES))}, not {settings.backend!r}")
     if settings.backend == "openai" and not settings.base_url:
         parser.error("--backend openai needs --base-url (or GEMMA4_BASE_URL)")
+    if settings.backend != "local" and settings.assistant not in (ASSISTANT_AUTO, ASSISTANT_OFF):
+        parser.error("--assistant drafts for the local backend; a server configures its own speculative decoding")
     if settings.device not in ("auto", "cpu", "cuda") and not settings.device.startswith("cuda:"):
         parser.error("--device must be auto, cpu or cuda")
     if settings.image_budget not in IMAGE_BUDGETS:

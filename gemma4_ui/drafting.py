@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from .config import ASSISTANT_AUTO, ASSISTANT_OFF
 from .engine import ModelLoadError, ModelStatus
-from .loading import ResolvedModel, _cached, _explain, hub_reachable, resolve_model
+from .loading import ResolvedModel, explain_load_error, hub_reachable, is_cached, resolve_model
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ def resolve_drafter(setting: str, model: ModelStatus) -> ResolvedModel | None:
     drafter = matching_drafter(model.requested) if model.source in ("hub", "cache") else None
     if drafter is None or not model.device.startswith("cuda"):
         return None
-    if _cached(drafter):
+    if is_cached(drafter):
         return ResolvedModel(drafter, ModelStatus(drafter, drafter, "cache"), True)
     if hub_reachable():
         return ResolvedModel(drafter, ModelStatus(drafter, drafter, "hub"), False)
@@ -68,7 +68,7 @@ def load_drafter(resolved: ResolvedModel, target, explicit: bool):
             local_files_only=resolved.local_files_only)
         check_pairing(drafter, target, name)
     except Exception as err:  # noqa: BLE001 - every cause is reported, with the drafter named
-        message = str(err) if isinstance(err, ModelLoadError) else _explain(name, err)
+        message = str(err) if isinstance(err, ModelLoadError) else explain_load_error(name, err)
         if explicit:
             raise ModelLoadError(message) from err
         log.warning("decoding without a drafter: %s", message)

@@ -60,11 +60,11 @@ class TokenStream:
         try:
             text = self._decoder.step(self._tokenizer, token_id)
         except Exception:  # noqa: BLE001 - tokenizers raises when a byte run decodes differently once it grows
-            # Invalid UTF-8 (random weights emit it): show the held-back bytes as they are and
-            # go on from this token.
-            text = self._flush()
+            # Invalid UTF-8 (random weights emit it): show the held-back bytes and this token
+            # as they are, and decode afresh from the next one.
+            self._held.append(token_id)
             self._decoder = self._new_decoder()
-            return text + self._step(token_id)
+            return self._flush()
         if text is None:
             self._held.append(token_id)
             return ""

@@ -40,7 +40,7 @@ def hub_reachable(timeout: float = 3.0) -> bool:
         return False
 
 
-def _cached(model_id: str) -> bool:
+def is_cached(model_id: str) -> bool:
     from transformers import AutoConfig
 
     try:
@@ -60,7 +60,7 @@ def resolve_model(requested: str | None) -> ResolvedModel:
         return ResolvedModel(path, ModelStatus(requested, Path(path).name, "local"), True)
     if Path(requested).expanduser().exists() or requested.startswith((".", "/", "~")):
         raise ModelLoadError(f"{requested} is not a model folder (expected a folder with config.json)")
-    if _cached(requested):
+    if is_cached(requested):
         return ResolvedModel(requested, ModelStatus(requested, requested, "cache"), True)
     if not hub_reachable():
         notice = f"The Hugging Face Hub is unreachable and {requested} is not cached here, so the bundled model runs instead"
@@ -94,7 +94,7 @@ def load_processor(resolved: ResolvedModel):
     try:
         processor = AutoProcessor.from_pretrained(resolved.path, local_files_only=resolved.local_files_only)
     except Exception as err:  # noqa: BLE001 - every cause is reported, with the model named
-        raise ModelLoadError(_explain(resolved.status.requested, err)) from err
+        raise ModelLoadError(explain_load_error(resolved.status.requested, err)) from err
     if not processor.chat_template:
         processor.chat_template = (BUNDLED_MODEL / "chat_template.jinja").read_text()
         note = f"{resolved.status.name} ships no chat template, so the bundled Gemma 4 template renders its prompts"
@@ -120,7 +120,7 @@ def load_model(resolved: ResolvedModel, device: str = "auto", dtype: str = "auto
             local_files_only=resolved.local_files_only,
         )
     except Exception as err:  # noqa: BLE001
-        raise ModelLoadError(_explain(resolved.status.requested, err)) from err
+        raise ModelLoadError(explain_load_error(resolved.status.requested, err)) from err
     model.eval()
     resolved.status.device = device
     resolved.status.dtype = str(torch_dtype).removeprefix("torch.")
@@ -129,7 +129,7 @@ def load_model(resolved: ResolvedModel, device: str = "auto", dtype: str = "auto
     return model
 
 
-def _explain(model_id: str, err: Exception) -> str:
+def explain_load_error(model_id: str, err: Exception) -> str:
     text = f"{type(err).__name__}: {err}"
     chain = []
     cause: BaseException | None = err

@@ -33,7 +33,8 @@ def test_environment_then_flags(monkeypatch):
 
 
 def test_bad_options_are_refused(capsys):
-    for argv in (["--backend", "nope"], ["--backend", "openai"], ["--device", "tpu"]):
+    for argv in (["--backend", "nope"], ["--backend", "openai"], ["--device", "tpu"],
+                 ["--backend", "openai", "--base-url", "http://x/v1", "--assistant", "google/gemma-4-E2B-it-assistant"]):
         with pytest.raises(SystemExit):
             parse_settings(argv)
     assert "--base-url" in capsys.readouterr().err

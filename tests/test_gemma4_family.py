@@ -179,6 +179,8 @@ def test_drafting_defaults_on_only_for_hub_checkpoints_on_cuda():
     bundled = ModelStatus("tiny", "tiny-gemma4", "bundled", device="cuda")
     assert resolve_drafter("auto", bundled) is None
     assert resolve_drafter("none", ModelStatus("x", "x", "cache", device="cuda")) is None
+    with pytest.raises(ModelLoadError, match="not cached here and the Hub is unreachable"):
+        resolve_drafter("google/gemma-4-E2B-it-assistant", on_cpu)  # asked for explicitly: an error, not silence
 
 
 # -- the checkpoint's own templates ------------------------------------------------------------------
