@@ -211,9 +211,10 @@ def counting_processor(processor):
     medium's expansion is computed once instead of on every keystroke. Its outputs hold no
     pixel or audio features.
 
-    Exact by construction: Gemma 4's image and video processors handle each image and video
-    on its own (one at a time gives the same expansion as in a batch), while audio features
-    are padded to the longest clip, so the audio clips are cached together, as one set.
+    Exact by construction, for Gemma4Processor and Gemma4UnifiedProcessor alike: their image
+    and video processors handle each image and video on its own (one at a time gives the same
+    expansion as in a batch), while audio features are padded to the longest clip (mel frames,
+    or the Unified model's 40 ms waveform frames), so the audio clips are cached together.
     """
     from transformers.image_utils import make_flat_list_of_images
     from transformers.video_utils import make_batched_videos

@@ -55,7 +55,7 @@ def unified_processor(tokenizer, chat_template: str | None):
     )
 
 
-def unified_config(tokenizer):
+def unified_config(processor):
     """The 12B Unified layout (sliding/full attention, a linear patch embedding for pixels, raw
     40 ms waveform frames for audio) at toy width and depth; media token ids from the tokenizer."""
     from transformers import (
@@ -65,6 +65,7 @@ def unified_config(tokenizer):
         Gemma4UnifiedVisionConfig,
     )
 
+    tokenizer = processor.tokenizer
     hidden = 64
     text = Gemma4UnifiedTextConfig(
         vocab_size=len(tokenizer),
@@ -88,13 +89,13 @@ def unified_config(tokenizer):
         text_config=text,
         vision_config=vision,
         audio_config=audio,
-        boi_token_id=tokenizer.convert_tokens_to_ids(tokenizer.boi_token),
-        eoi_token_id=tokenizer.convert_tokens_to_ids(tokenizer.eoi_token),
-        image_token_id=tokenizer.image_token_id,
-        video_token_id=tokenizer.convert_tokens_to_ids("<|video|>"),
-        boa_token_id=tokenizer.convert_tokens_to_ids(tokenizer.boa_token),
-        eoa_token_index=tokenizer.convert_tokens_to_ids(tokenizer.eoa_token),
-        audio_token_id=tokenizer.audio_token_id,
+        boi_token_id=tokenizer.boi_token_id,
+        eoi_token_id=tokenizer.eoi_token_id,
+        image_token_id=processor.image_token_id,
+        video_token_id=processor.video_token_id,
+        boa_token_id=tokenizer.boa_token_id,
+        eoa_token_index=tokenizer.eoa_token_id,
+        audio_token_id=processor.audio_token_id,
     )
 
 
@@ -111,7 +112,7 @@ def build_unified(out: Path, seed: int = 0, chat_template: str | None = None) ->
         chat_template = (BUNDLED_MODEL / "chat_template.jinja").read_text()
     processor = unified_processor(tokenizer, chat_template or None)
     torch.manual_seed(seed)
-    model = Gemma4UnifiedForConditionalGeneration(unified_config(processor.tokenizer))
+    model = Gemma4UnifiedForConditionalGeneration(unified_config(processor))
     model.generation_config = _bundle_generation_config()
     model.save_pretrained(out)
     processor.save_pretrained(out)

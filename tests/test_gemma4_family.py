@@ -29,6 +29,7 @@ from gemma4_ui.engine import GenerationRequest, ModelLoadError, ModelStatus
 from gemma4_ui.engine_local import LocalEngine
 from gemma4_ui.events import Done
 from gemma4_ui.media import load_media
+from gemma4_ui.parsing import GEMMA4_RESPONSE_TEMPLATE, response_template_for
 from gemma4_ui.prompt import PromptSpec, model_inputs, template_text
 from gemma4_ui.tools import default_registry
 from scripts.build_tiny_checkpoints import build_drafter, build_unified
@@ -100,7 +101,7 @@ def test_inspector_counts_equal_the_unified_processor(unified_engine, tmp_path):
     images = [m for m in media if m.kind == "image"]
     processed = processor.image_processor([m.data for m in images], max_soft_tokens=280)
     assert [i.soft_tokens for i in counts.images] == list(processed["num_soft_tokens_per_image"])
-    for image, item in zip(counts.images, images):
+    for image in counts.images:
         width, height = image.resized
         assert image.soft_tokens == (width // 48) * (height // 48)
     # Audio: one token per 40 ms waveform frame, no encoder downsampling.
@@ -156,11 +157,13 @@ def test_accepted_drafts_are_counted(checkpoints):
         target.get_output_embeddings().weight.zero_()
         drafter.lm_head.weight.zero_()
     engine = LocalEngine("tiny", device="cpu").adopt(target, AutoProcessor.from_pretrained(BUNDLED_MODEL), drafter)
-    stats = greedy(engine, PromptSpec([{"role": "user", "content": "Hi"}]), max_new_tokens=11).stats
-    assert stats.generated_tokens == 11
-    rounds = stats.generated_tokens - stats.accepted_tokens  # each pass adds one token of its own
-    assert stats.accepted_tokens > 0 and stats.accepted_tokens <= stats.drafted_tokens
-    assert rounds < stats.generated_tokens
+    per_round = drafter.generation_config.num_assistant_tokens
+    # The prompt's pass gives one token; each later pass its drafts, all kept, plus one of its own.
+    tokens = 1 + 2 * (per_round + 1)
+    stats = greedy(engine, PromptSpec([{"role": "user", "content": "Hi"}]), max_new_tokens=tokens).stats
+    assert stats.generated_tokens == tokens
+    assert stats.drafted_tokens == stats.accepted_tokens == 2 * per_round
+    assert stats.as_dict()["acceptance_rate"] == 1.0
 
 
 def test_a_drafter_made_for_another_model_is_refused(checkpoints):
@@ -185,6 +188,14 @@ def test_drafting_defaults_on_only_for_hub_checkpoints_on_cuda():
 
 # -- the checkpoint's own templates ------------------------------------------------------------------
 
+def edit_tokenizer_config(path, edit) -> dict | None:
+    config_file = path / "tokenizer_config.json"
+    config = json.loads(config_file.read_text())
+    edit(config)
+    config_file.write_text(json.dumps(config))
+    return config.get("response_template")
+
+
 def test_the_checkpoints_own_chat_and_response_templates_are_used(tmp_path):
     """A checkpoint that writes an empty thought when thinking is off (as 26B-A4B and 31B do),
     and one that ships no chat template at all."""
@@ -192,16 +203,21 @@ def test_the_checkpoints_own_chat_and_response_templates_are_used(tmp_path):
     marker = "{{- '<|turn>model\\n' -}}"
     assert marker in bundled
     large = bundled.replace(marker, "{{- '<|turn>model\\n<|channel>thought\\n<channel|>' -}}")
-    engine = LocalEngine(str(build_unified(tmp_path / "large", chat_template=large)), device="cpu").load()
+    path = build_unified(tmp_path / "large", chat_template=large)
+    own_template = edit_tokenizer_config(path, lambda c: c["response_template"]["defaults"].update(revision="large"))
+    engine = LocalEngine(str(path), device="cpu").load()
+    assert response_template_for(engine.processor.tokenizer) == own_template
     spec = PromptSpec([{"role": "user", "content": "Hi"}])
     prompt = template_text(engine.processor, spec)
     assert prompt.endswith("<|turn>model\n<|channel>thought\n<channel|>")
     done = greedy(engine, spec, max_new_tokens=4)
     assert "<|channel>" not in done.content and "<channel|>" not in done.content
-    assert engine.processor.tokenizer.response_template, "the checkpoint's tokenizer carries its own"
 
-    bare = LocalEngine(str(build_unified(tmp_path / "bare", chat_template="")), device="cpu")
-    bare.load()
+    # An older revision: no chat template, and only the legacy `response_schema`.
+    path = build_unified(tmp_path / "bare", chat_template="")
+    edit_tokenizer_config(path, lambda c: c.update(response_schema=c.pop("response_template")))
+    bare = LocalEngine(str(path), device="cpu").load()
+    assert response_template_for(bare.processor.tokenizer) == GEMMA4_RESPONSE_TEMPLATE
     assert bare.processor.chat_template == bundled
     assert "ships no chat template" in bare.status.describe()
     assert template_text(bare.processor, spec).endswith("<|turn>model\n")
