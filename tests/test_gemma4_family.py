@@ -21,7 +21,6 @@ from transformers import AutoModelForCausalLM, AutoModelForMultimodalLM, AutoPro
 
 from conftest import ROOT, free_port
 from gemma4_ui import family, inspector
-from gemma4_ui.options import ChatOptions
 from gemma4_ui.config import BUNDLED_MODEL
 from gemma4_ui.conversation import Conversation, UserTurn
 from gemma4_ui.drafting import matching_drafter, resolve_drafter
@@ -29,6 +28,7 @@ from gemma4_ui.engine import GenerationRequest, ModelLoadError, ModelStatus
 from gemma4_ui.engine_local import LocalEngine
 from gemma4_ui.events import Done
 from gemma4_ui.media import load_media
+from gemma4_ui.options import ChatOptions
 from gemma4_ui.parsing import GEMMA4_RESPONSE_TEMPLATE, response_template_for
 from gemma4_ui.prompt import PromptSpec, build_spec, model_inputs, template_text
 from gemma4_ui.tools import default_registry
