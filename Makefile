@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 ARGS ?=
 
-.PHONY: run test bench setup setup-dev chromium
+.PHONY: run test bench bench-gpu setup setup-dev chromium
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,3 +36,8 @@ test: setup-dev
 
 bench: setup-dev
 	$(BIN)/python -m bench $(ARGS)
+
+# On a CUDA machine: E2B's real shape in bfloat16, bare generate vs the app's engine, then the
+# same with a random MTP drafter of the E2B drafter's shape. No downloads; under 10 minutes.
+bench-gpu: setup
+	$(BIN)/python -m bench.gpu_bench --with-drafter $(ARGS)

@@ -1,6 +1,6 @@
 """Gemma 4 UI: chat with, demo and understand Google's Gemma 4 models.
 
-    python app.py [--model ID|PATH|tiny] [--device auto|cpu|cuda] [--dtype ...] [--port 7860]
+    python app.py [--model ID|PATH|tiny] [--assistant ID|PATH] [--device auto|cpu|cuda] [--dtype ...] [--port 7860]
 
 `python app.py --help` lists every option and its environment variable. On a Hugging Face
 Space this file runs with no arguments; the Space's variables configure it.
@@ -17,20 +17,10 @@ except ImportError:
     pass
 
 
-def build_engine(settings):
-    if settings.backend == "openai":
-        from gemma4_ui.engine_openai import OpenAIEngine
-
-        return OpenAIEngine(settings)
-    from gemma4_ui.engine_local import LocalEngine
-
-    return LocalEngine(settings.model, settings.device, settings.dtype)
-
-
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from gemma4_ui.config import parse_settings
-    from gemma4_ui.loading import ModelLoadError
+    from gemma4_ui.engine import ModelLoadError, build_engine
 
     settings = parse_settings(argv)
     try:

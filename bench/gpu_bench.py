@@ -1,6 +1,7 @@
 """Bare `generate` against the app's engine on a GPU, on a model with Gemma 4 E2B's real shape.
 
     python -m bench.gpu_bench                        # CUDA, E2B shape, bfloat16: under 5 minutes
+    python -m bench.gpu_bench --with-drafter         # the same, then again with an MTP drafter: under 10
     python -m bench.gpu_bench --device cpu --tiny    # a smoke check anywhere (the bundled tiny shape)
 
 No downloads: the model is built from the config classes with random weights (E2B's numbers
@@ -22,6 +23,14 @@ defaults as E2B's, and they match.
 Figures, medians over interleaved runs (bench.harness): tokens/s of `generate` with
 TextIteratorStreamer and of `LocalEngine.stream` on the same model and request, and the
 time to first token of each, text-only and with a 1080p photo (decoding it included).
+
+`--with-drafter` measures the same pairs a second time with a random MTP drafter in the
+shape `Gemma4AssistantConfig` documents for google/gemma-4-E2B-it-assistant (reading E2B's
+1536-wide states, 2048 centroids over the 262,144-token vocabulary, top 32) passed to both
+sides as `assistant_model`. transformers does not publish the drafter's own stack, so its
+width and depth below (4 layers of 256) are an assumption. Random weights accept almost no
+drafts: the figures say what drafting costs the app against bare `generate`, not the speed-up
+a trained drafter brings.
 """
 
 from __future__ import annotations
@@ -52,6 +61,15 @@ E2B_VISION = dict(hidden_size=768, intermediate_size=3072, num_hidden_layers=16,
 E2B_AUDIO = dict(hidden_size=1024, num_hidden_layers=12, num_attention_heads=8, subsampling_conv_channels=[128, 32],
                  conv_kernel_size=5, attention_chunk_size=12, attention_context_left=13, attention_context_right=0,
                  output_proj_dims=1536, residual_weight=0.5, use_clipped_linears=True)
+E2B_DRAFTER = dict(backbone_hidden_size=1536, use_ordered_embeddings=True, num_centroids=2048,
+                   centroid_intermediate_top_k=32)
+E2B_DRAFTER_TEXT = dict(
+    hidden_size=256, intermediate_size=2048, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=1,
+    head_dim=256, global_head_dim=512, sliding_window=512, vocab_size=262_144, vocab_size_per_layer_input=0,
+    hidden_size_per_layer_input=0, num_kv_shared_layers=4, final_logit_softcapping=30.0,
+    max_position_embeddings=131_072, layer_types=["sliding_attention"] * 3 + ["full_attention"],
+    rope_parameters=E2B_TEXT["rope_parameters"],
+)
 MULTIMODAL_TOKEN_IDS = ("image_token_id", "boi_token_id", "eoi_token_id", "audio_token_id", "boa_token_id",
                         "eoa_token_index", "video_token_id")
 
@@ -68,6 +86,27 @@ def e2b_config():
                         **{name: getattr(bundled, name) for name in MULTIMODAL_TOKEN_IDS})
 
 
+def e2b_drafter_config():
+    from transformers import Gemma4AssistantConfig, Gemma4TextConfig
+
+    return Gemma4AssistantConfig(text_config=Gemma4TextConfig(**E2B_DRAFTER_TEXT), **E2B_DRAFTER)
+
+
+def random_drafter(config, device: str, dtype):
+    """An MTP drafter with random weights, on the device, drafting 4 tokens a round."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from gemma4_ui.compat import backport_mtp_kv_sharing
+
+    backport_mtp_kv_sharing()
+    torch.manual_seed(1)
+    with torch.device(device):
+        drafter = AutoModelForCausalLM.from_config(config, dtype=dtype)
+    drafter.generation_config.num_assistant_tokens = 4
+    return drafter.eval()
+
+
 def random_model(config, device: str, dtype):
     """Random weights, initialised on the device itself (5 B parameters take minutes on a CPU)."""
     import torch
@@ -75,6 +114,9 @@ def random_model(config, device: str, dtype):
 
     from gemma4_ui.config import BUNDLED_MODEL
 
+    from gemma4_ui.compat import backport_mtp_kv_sharing
+
+    backport_mtp_kv_sharing()  # so that a target keeps the key/value states a drafter reads
     torch.manual_seed(0)
     with torch.device(device):
         model = AutoModelForMultimodalLM.from_config(config, dtype=dtype)
@@ -83,8 +125,9 @@ def random_model(config, device: str, dtype):
     return model
 
 
-def engine_over(model, device: str):
-    """The app's LocalEngine serving `model`, every reply held to max_new_tokens."""
+def engine_over(model, device: str, drafter=None):
+    """The app's LocalEngine serving `model` (drafting with `drafter`), every reply held to
+    max_new_tokens."""
     from transformers import AutoProcessor
 
     from gemma4_ui.config import BUNDLED_MODEL
@@ -93,10 +136,10 @@ def engine_over(model, device: str):
     from .app_server import generate_to_max_length
 
     generate_to_max_length(model)
-    return LocalEngine("tiny", device=device).adopt(model, AutoProcessor.from_pretrained(BUNDLED_MODEL))
+    return LocalEngine("tiny", device=device).adopt(model, AutoProcessor.from_pretrained(BUNDLED_MODEL), drafter)
 
 
-def measure(engine, tokens: int, runs: int, photo: Path) -> Section:
+def measure(engine, tokens: int, runs: int, photo: Path, name: str = "gpu") -> Section:
     sides = {
         "bare text": lambda: bare_generate(engine, PROMPT, tokens),
         "engine text": lambda: engine_stream(engine, PROMPT, tokens),
@@ -112,7 +155,7 @@ def measure(engine, tokens: int, runs: int, photo: Path) -> Section:
     ttft = {name: [1000 * t.time_to_first_token for t in runs_] for name, runs_ in timings.items()}
     ratio = lambda a, b: a / b  # noqa: E731
     added = lambda a, b: a - b  # noqa: E731
-    return Section("gpu", [
+    return Section(name, [
         Figure("bare generate tokens/s, text", rate["bare text"], "tok/s", digits=1),
         Figure("engine ÷ bare tokens/s, text", paired(rate["engine text"], rate["bare text"], ratio),
                target=Target("≥", 0.95)),
@@ -138,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tiny", action="store_true", help="the bundled tiny model's shape instead of E2B's")
     parser.add_argument("--tokens", type=int, help="reply length (default 256, or 32 with --tiny)")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--with-drafter", action="store_true",
+                        help="measure again with a random MTP drafter of the E2B drafter's shape")
     args = parser.parse_args(argv)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         parser.error("no CUDA device here; for a smoke check use --device cpu --tiny")
@@ -153,10 +198,26 @@ def main(argv: list[str] | None = None) -> int:
           f"on {where}; built in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="gemma4-gpu-bench-") as scratch:
         photo = media_files.photo_jpeg(Path(scratch) / "photo-1080p.jpg", 1920, 1080)
-        section = measure(engine, tokens, args.runs, photo)
-    print(table([section]))
+        sections = [measure(engine, tokens, args.runs, photo)]
+        if args.with_drafter:
+            drafter_config = tiny_drafter_config(config) if args.tiny else e2b_drafter_config()
+            drafter = random_drafter(drafter_config, args.device, dtype)
+            print(f"[gpu_bench] drafter: {sum(p.numel() for p in drafter.parameters()) / 1e6:,.0f} M parameters",
+                  file=sys.stderr)
+            drafting = measure(engine_over(model, args.device, drafter), tokens, args.runs, photo, "gpu + MTP drafter")
+            for figure in drafting.figures:
+                figure.name += ", MTP drafter"
+            sections.append(drafting)
+    print(table(sections))
     print(f"[gpu_bench] {time.perf_counter() - started:.0f} s in all", file=sys.stderr)
-    return 1 if any(f.verdict == "FAIL" for f in section.figures) else 0
+    return 1 if any(f.verdict == "FAIL" for section in sections for f in section.figures) else 0
+
+
+def tiny_drafter_config(target_config):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from scripts.build_tiny_checkpoints import drafter_config
+
+    return drafter_config(target_config)
 
 
 if __name__ == "__main__":

@@ -77,9 +77,10 @@ def bare_generate(engine, text: str, max_new_tokens: int, image: Path | None = N
     output = {}
 
     def run() -> None:
+        drafting = {"assistant_model": engine.drafter} if engine.drafter is not None else {}
         output["ids"] = engine.model.generate(**inputs, streamer=streamer, max_new_tokens=max_new_tokens,
                                               min_new_tokens=max_new_tokens, do_sample=False, temperature=None,
-                                              top_p=None, top_k=None)
+                                              top_p=None, top_k=None, **drafting)
 
     worker = threading.Thread(target=run)
     worker.start()

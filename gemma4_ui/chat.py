@@ -52,7 +52,7 @@ class TurnRunner:
             live = Live()
             # 1. One generation round. The assistant turn being built is part of the prompt,
             #    so a resumed exchange continues the open model turn.
-            spec = build_spec(conv, options, self.registry)
+            spec = build_spec(conv, options, self.registry, self.engine.audio_first)
             request = GenerationRequest(spec, options.max_new_tokens, options.temperature, options.top_p, options.top_k,
                                         media=conv.media())
             done: Done | None = None

@@ -15,6 +15,12 @@ BUNDLED_MODEL = ROOT / "assets" / "tiny-gemma4"
 EXAMPLES_DIR = ROOT / "assets" / "examples"
 DEFAULT_MODEL = "google/gemma-4-E2B-it"
 IMAGE_BUDGETS = (70, 140, 280, 560, 1120)
+# scripts/train_tiny_gemma4.py writes training.json next to the weights it trains.
+BUNDLED_TRAINED = (BUNDLED_MODEL / "training.json").exists()
+BUNDLED_NOTE = ("a tiny protocol demo model trained on synthetic data, not an assistant" if BUNDLED_TRAINED else
+                "a tiny model with random weights that shows the protocol's plumbing: its replies are noise")
+# --assistant values that are not a model: the default, and off.
+ASSISTANT_AUTO, ASSISTANT_OFF = "auto", "none"
 
 
 def _env(name: str, default: str | None = None) -> str | None:
@@ -35,11 +41,12 @@ def _env_bool(name: str, default: bool) -> bool:
 @dataclass
 class Settings:
     model: str | None = None  # None: DEFAULT_MODEL locally, the server's model remotely
-    backend: str = "local"  # "local" | "openai"
+    backend: str = "local"  # a name in engine.ENGINES
     base_url: str | None = None
     api_key: str | None = None
     device: str = "auto"
     dtype: str = "auto"
+    assistant: str = ASSISTANT_AUTO  # an MTP drafter: Hub id, local path, "auto" or "none"
     host: str | None = None  # None: Gradio's default (127.0.0.1, or GRADIO_SERVER_NAME on a Space)
     port: int | None = None  # None: 7860, or GRADIO_SERVER_PORT
     share: bool = False
@@ -65,6 +72,10 @@ _OPTIONS = [
      "and no local copy the app falls back to the bundled model and says so)"),
     ("--backend", "GEMMA4_BACKEND", "backend", str,
      "'local' runs the model in this process; 'openai' talks to a server (vLLM, SGLang, transformers serve)"),
+    ("--assistant", "GEMMA4_ASSISTANT", "assistant", str,
+     "MTP drafter for speculative decoding (local backend): a Hub id such as google/gemma-4-E2B-it-assistant, "
+     "a local path, 'none', or 'auto' (the default: the model's own drafter when running a Hub checkpoint on "
+     "CUDA and the drafter is cached or reachable; never on the CPU)"),
     ("--base-url", "GEMMA4_BASE_URL", "base_url", str, "OpenAI-compatible server URL, e.g. http://127.0.0.1:8000/v1"),
     ("--api-key", "GEMMA4_API_KEY", "api_key", str, "API key for the server (also read from OPENAI_API_KEY)"),
     ("--device", "GEMMA4_DEVICE", "device", str, "auto (CUDA with bfloat16 when present), cpu or cuda"),
@@ -97,15 +108,18 @@ _LIMIT_OPTIONS = [
 
 
 def parse_settings(argv: list[str] | None = None) -> Settings:
+    from .engine import ENGINES  # the registry imports this module's constants
+
     defaults = Settings()
     parser = argparse.ArgumentParser(
         prog="python app.py",
         description="Chat with, demo and understand Gemma 4. Every option can also be set by the "
         "environment variable shown in brackets.",
     )
+    choices = {"backend": sorted(ENGINES)}
     for flag, env, name, kind, help_text in _OPTIONS:
         parser.add_argument(flag, dest=name, type=kind, default=_env_typed(env, kind, getattr(defaults, name)),
-                            help=f"{help_text} [{env}]")
+                            choices=choices.get(name), help=f"{help_text} [{env}]")
     for flag, env, name, kind, help_text in _LIMIT_OPTIONS:
         parser.add_argument(flag, dest=name, type=kind, default=_env_typed(env, kind, getattr(defaults.limits, name)),
                             help=f"{help_text} [{env}]")
@@ -123,10 +137,12 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
     settings = Settings(**values, limits=limits)
     settings.api_key = settings.api_key or _env("OPENAI_API_KEY")
     settings.base_url = settings.base_url or _env("OPENAI_BASE_URL")
-    if settings.backend not in ("local", "openai"):
-        parser.error("--backend must be 'local' or 'openai'")
+    if settings.backend not in ENGINES:  # argparse checks flags, not the variable's value
+        parser.error(f"GEMMA4_BACKEND must be one of {', '.join(sorted(ENGINES))}, not {settings.backend!r}")
     if settings.backend == "openai" and not settings.base_url:
         parser.error("--backend openai needs --base-url (or GEMMA4_BASE_URL)")
+    if settings.backend != "local" and settings.assistant not in (ASSISTANT_AUTO, ASSISTANT_OFF):
+        parser.error("--assistant drafts for the local backend; a server configures its own speculative decoding")
     if settings.device not in ("auto", "cpu", "cuda") and not settings.device.startswith("cuda:"):
         parser.error("--device must be auto, cpu or cuda")
     if settings.image_budget not in IMAGE_BUDGETS:

@@ -91,14 +91,15 @@ def media_part(item: MediaItem) -> dict:
     return {"type": item.kind, item.kind: item.data}
 
 
-def user_content(turn: UserTurn) -> list[dict] | str:
-    """Images and videos before the text, audio after it (Gemma 4's guidance)."""
+def user_content(turn: UserTurn, audio_first: bool = False) -> list[dict] | str:
+    """Images and videos before the text, audio after it (Gemma 4's guidance); with
+    `audio_first` (Gemma 4 Unified, see family.py) audio before everything."""
     if not turn.media:
         return turn.text
     visual = [media_part(m) for m in turn.media if m.kind in ("image", "video")]
     audio = [media_part(m) for m in turn.media if m.kind == "audio"]
     text = [{"type": "text", "text": turn.text}] if turn.text else []
-    return visual + text + audio
+    return audio + visual + text if audio_first else visual + text + audio
 
 
 def _round_message(r: ToolRound, with_reasoning: bool) -> dict:
@@ -117,7 +118,7 @@ def _round_message(r: ToolRound, with_reasoning: bool) -> dict:
     return message
 
 
-def to_gemma_messages(conversation: Conversation, system_prompt: str = "") -> list[dict]:
+def to_gemma_messages(conversation: Conversation, system_prompt: str = "", audio_first: bool = False) -> list[dict]:
     """Render to Gemma 4's message dicts: a tool round is one assistant message with
     `tool_calls` + `tool_responses`; the answer rides on the last round's message."""
     messages: list[dict] = []
@@ -126,7 +127,7 @@ def to_gemma_messages(conversation: Conversation, system_prompt: str = "") -> li
     last_user = conversation.last_user_index
     for index, turn in enumerate(conversation.turns):
         if isinstance(turn, UserTurn):
-            messages.append({"role": "user", "content": user_content(turn)})
+            messages.append({"role": "user", "content": user_content(turn, audio_first)})
             continue
         current = last_user is not None and index > last_user
         for r in turn.rounds:

@@ -1,17 +1,56 @@
-"""What every engine offers the chat: one streaming method that turns a request into typed
-events. The UI does not know which engine runs."""
+"""What every engine offers the chat: `load()`, then one streaming method that turns a request
+into typed events. The UI does not know which engine runs.
+
+Engines are registered in `ENGINES`, by the name `--backend` takes; each builds itself from
+the settings (`from_settings`), so adding one is one class and one line here.
+"""
 
 from __future__ import annotations
 
+import importlib
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from . import family
+from .config import BUNDLED_NOTE
 from .events import Event
-from .loading import ModelStatus
 from .media import MediaItem
 from .prompt import PromptSpec
+
+
+class ModelLoadError(RuntimeError):
+    """The model cannot be served; the message says why and what to do."""
+
+
+@dataclass
+class ModelStatus:
+    """What is live, for the status line and the log."""
+
+    requested: str
+    name: str  # the model actually running
+    source: str  # "bundled" | "local" | "hub" | "cache" | "remote"
+    device: str = "cpu"
+    dtype: str = ""
+    notice: str = ""  # e.g. why we fell back to the bundled model
+    context_length: int | None = None
+    assistant: str = ""  # the MTP drafter that speeds up generation, when one runs
+
+    @property
+    def is_bundled(self) -> bool:
+        return self.source == "bundled"
+
+    def describe(self) -> str:
+        where = f"on {self.device}" + (f" ({self.dtype})" if self.dtype else "")
+        line = f"**{self.name}** {where}"
+        if self.assistant:
+            line += f", drafting with {self.assistant}"
+        if self.is_bundled:
+            line += f" — the bundled tiny Gemma 4, {BUNDLED_NOTE}"
+        if self.notice:
+            line += f". ⚠️ {self.notice}"
+        return line
 
 
 @dataclass
@@ -34,6 +73,16 @@ class Engine(ABC):
     # model's own processor is not available (then counts are not shown as exact).
     processor = None
 
+    @classmethod
+    def from_settings(cls, settings) -> "Engine":
+        """The engine the settings describe, not loaded yet (cheap: nothing is read)."""
+        return cls(settings)
+
+    @abstractmethod
+    def load(self) -> "Engine":
+        """Make the engine ready to stream (read weights, reach the server); returns self.
+        Raises ModelLoadError with a message the user can act on."""
+
     @abstractmethod
     def stream(self, request: GenerationRequest, cancel: threading.Event) -> Iterator[Event]:
         """Yield ThinkingDelta / TextDelta / ToolCallStarted / ToolCall events, then exactly one
@@ -43,3 +92,27 @@ class Engine(ABC):
     @property
     def context_length(self) -> int | None:
         return self.status.context_length
+
+    @property
+    def audio_first(self) -> bool:
+        """Whether a message's audio goes before its images and text (family.py)."""
+        return self.processor is not None and family.audio_first(self.processor)
+
+
+# --backend NAME → the engine class, as "module:Class" so that choosing one imports only it.
+ENGINES: dict[str, str] = {
+    "local": "gemma4_ui.engine_local:LocalEngine",
+    "openai": "gemma4_ui.engine_openai:OpenAIEngine",
+}
+
+
+def engine_class(backend: str) -> type[Engine]:
+    try:
+        module, name = ENGINES[backend].split(":")
+    except KeyError:
+        raise ModelLoadError(f"Unknown backend {backend!r}: choose one of {', '.join(sorted(ENGINES))}") from None
+    return getattr(importlib.import_module(module), name)
+
+
+def build_engine(settings) -> Engine:
+    return engine_class(settings.backend).from_settings(settings)

@@ -7,12 +7,17 @@ picklable arguments and find the model in a module-level table.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import logging
 import queue
 import threading
 import time
 from collections.abc import Iterator
 
+from . import family
+from .config import ASSISTANT_AUTO, ASSISTANT_OFF
+from .drafting import CountingDrafter, DraftCounts, load_drafter, resolve_drafter
 from .engine import Engine, GenerationRequest
 from .events import Done, EngineError, ReplyStats
 from .gpu import gpu_duration, on_gpu
@@ -24,6 +29,7 @@ log = logging.getLogger(__name__)
 
 # Loaded models by key. A ZeroGPU worker is a fork of the main process and finds them here.
 _MODELS: dict[str, object] = {}
+_ENGINE_NUMBERS = itertools.count()
 # Cancel flags by request id; set from the UI thread, read by generate's stopping criteria.
 _CANCELS: dict[str, threading.Event] = {}
 
@@ -32,45 +38,56 @@ class TokenStream:
     """A streamer for `generate`: decodes each new token with special tokens kept and hands
     (token_id, text) pairs to the consuming thread.
 
-    Incremental decoding over a small window of recent tokens (constant time per token): a
-    token that ends inside a multi-byte character waits for the bytes that complete it, so
-    text never carries a broken character that a later token would have to take back.
+    Decoding is tokenizers' `DecodeStream` (as transformers' own serving streamer does):
+    constant time per token, and a token that ends inside a multi-byte character yields no
+    text until the bytes that complete it arrive, so text never carries a broken character
+    that a later token would take back. With assisted decoding one `put` carries every token
+    a forward pass accepted, which is how accepted draft tokens are counted.
     """
 
-    MAX_WINDOW = 8  # tokens; past this an unfinished character is emitted as it is
-
     def __init__(self, tokenizer):
-        self._backend = tokenizer.backend_tokenizer
+        from tokenizers.decoders import DecodeStream
+
+        self._new_decoder = functools.partial(DecodeStream, [], skip_special_tokens=False)
+        self._tokenizer = tokenizer.backend_tokenizer
+        self._decoder = self._new_decoder()
+        self._held: list[int] = []  # ids the decoder holds back: an unfinished character
         self._queue: queue.Queue = queue.Queue()
         self._prompt_seen = False
-        self._ids: list[int] = []
-        self._prefix = 0  # window start
-        self._read = 0  # end of what has been emitted
-
-    def _decode(self, ids: list[int]) -> str:
-        return self._backend.decode(ids, skip_special_tokens=False)
+        self.accepted = 0  # draft tokens the target kept
 
     def _step(self, token_id: int) -> str:
-        self._ids.append(token_id)
-        emitted = self._decode(self._ids[self._prefix:self._read])
-        text = self._decode(self._ids[self._prefix:])
-        waiting = text.endswith("\ufffd") and len(self._ids) - self._prefix < self.MAX_WINDOW
-        if len(text) <= len(emitted) or waiting:
+        try:
+            text = self._decoder.step(self._tokenizer, token_id)
+        except Exception:  # noqa: BLE001 - tokenizers raises when a byte run decodes differently once it grows
+            # Invalid UTF-8 (random weights emit it): show the held-back bytes and this token
+            # as they are, and decode afresh from the next one.
+            self._held.append(token_id)
+            self._decoder = self._new_decoder()
+            return self._flush()
+        if text is None:
+            self._held.append(token_id)
             return ""
-        self._prefix, self._read = self._read, len(self._ids)
-        return text[len(emitted):]
+        self._held.clear()
+        return text
+
+    def _flush(self) -> str:
+        text = self._tokenizer.decode(self._held, skip_special_tokens=False) if self._held else ""
+        self._held = []
+        return text
 
     # -- called by generate ---------------------------------------------------------------
     def put(self, value) -> None:
         if not self._prompt_seen:  # generate first puts the prompt
             self._prompt_seen = True
             return
-        for token_id in value.reshape(-1).tolist():
+        token_ids = value.reshape(-1).tolist()
+        self.accepted += len(token_ids) - 1  # one token per pass is the target's own
+        for token_id in token_ids:
             self._queue.put((token_id, self._step(token_id)))
 
     def end(self) -> None:
-        rest = self._decode(self._ids[self._prefix:])[len(self._decode(self._ids[self._prefix:self._read])):]
-        if rest:
+        if rest := self._flush():  # bytes that never completed a character, as they are
             self._queue.put((None, rest))
         self._queue.put(None)
 
@@ -105,21 +122,29 @@ def _stopping_criteria(cancel_id: str):
 
 @on_gpu(duration=gpu_duration)
 def _generate_on_device(model_key: str, inputs, generation: dict, cancel_id: str) -> Iterator:
-    """Run generate in a thread and yield batches of (token_id, text). Joins the thread
-    before returning, also when the consumer goes away (Stop)."""
-    model, tokenizer = _MODELS[model_key]
-    inputs = inputs.to(model.device)
-    if "pixel_values" in inputs:
-        inputs["pixel_values"] = inputs["pixel_values"].to(model.dtype)
+    """Run generate in a thread and yield batches of (token_id, text), then, when a drafter
+    runs, one `DraftCounts`. Joins the thread before returning, also when the consumer goes
+    away (Stop)."""
+    model, tokenizer, drafter = _MODELS[model_key]
+    # Pixels and waveforms in the model's dtype (bfloat16 on a GPU); ids stay integers.
+    inputs = inputs.to(model.device, dtype=model.dtype)
     streamer = TokenStream(tokenizer)
+    if drafter is not None:
+        generation = {**generation, "assistant_model": drafter.model}
     errors: list[BaseException] = []
+    counts = DraftCounts()
 
     def run() -> None:
+        if drafter is not None:
+            drafter.start()
         try:
             model.generate(**inputs, **generation, streamer=streamer, stopping_criteria=_stopping_criteria(cancel_id))
         except BaseException as err:  # noqa: BLE001 - reported to the consumer below
             errors.append(err)
             streamer.end()
+        finally:
+            if drafter is not None:
+                counts.drafted, counts.accepted = drafter.stop(), streamer.accepted
 
     worker = threading.Thread(target=run, name="gemma4-generate", daemon=True)
     worker.start()
@@ -135,28 +160,47 @@ def _generate_on_device(model_key: str, inputs, generation: dict, cancel_id: str
         worker.join()
     if errors:
         raise errors[0]
+    if drafter is not None:
+        yield counts
 
 
 class LocalEngine(Engine):
-    def __init__(self, model: str | None, device: str = "auto", dtype: str = "auto"):
+    def __init__(self, model: str | None, device: str = "auto", dtype: str = "auto",
+                 assistant: str = ASSISTANT_OFF):
         self.resolved: ResolvedModel = resolve_model(model)
         self.status = self.resolved.status
         self._device, self._dtype = device, dtype
+        self._assistant = assistant
         self.processor = None
         self._key = ""
 
+    @classmethod
+    def from_settings(cls, settings) -> "LocalEngine":
+        return cls(settings.model, settings.device, settings.dtype, settings.assistant)
+
     def load(self) -> "LocalEngine":
         processor = load_processor(self.resolved)
-        return self.adopt(load_model(self.resolved, self._device, self._dtype), processor)
+        model = load_model(self.resolved, self._device, self._dtype)
+        drafter = None
+        if resolved := resolve_drafter(self._assistant, self.status):
+            drafter = load_drafter(resolved, model, explicit=self._assistant != ASSISTANT_AUTO)
+            if drafter is not None:
+                self.status.assistant = resolved.status.name
+        return self.adopt(model, processor, drafter)
 
-    def adopt(self, model, processor) -> "LocalEngine":
-        """Serve `model` with `processor`. `load` reads both from disk; benchmarks hand over
-        a model built in memory (bench/gpu_bench.py: random weights in the real E2B shape)."""
+    def adopt(self, model, processor, drafter=None) -> "LocalEngine":
+        """Serve `model` with `processor` (and an MTP `drafter`). `load` reads them from disk;
+        benchmarks hand over models built in memory (bench/gpu_bench.py: random weights in the
+        real E2B shape)."""
         self.processor = processor
-        self._key = f"{self.resolved.path}@{self.status.device}"
-        _MODELS[self._key] = (model, self.processor.tokenizer)
+        self.modalities = family.modalities(model.config)
+        # One entry per engine: two engines may serve the same checkpoint (with and without a drafter).
+        self._key = f"{self.resolved.path}@{self.status.device}#{next(_ENGINE_NUMBERS)}"
+        _MODELS[self._key] = (model, self.processor.tokenizer, CountingDrafter(drafter) if drafter is not None else None)
+        tokenizer = self.processor.tokenizer
         self._stop_ids = _as_list(model.generation_config.eos_token_id)
-        self._tool_stop = self.processor.tokenizer.convert_tokens_to_ids("<|tool_response>")
+        # <|tool_response>: the model hands over to a tool.
+        self._tool_stop = getattr(tokenizer, "str_token_id", None)
         log.info("ready: %s", self.status.describe())
         return self
 
@@ -167,6 +211,12 @@ class LocalEngine(Engine):
     @property
     def model(self):
         return _MODELS[self._key][0]
+
+    @property
+    def drafter(self):
+        """The MTP drafter passed to generate, or None."""
+        counting = _MODELS[self._key][2]
+        return counting.model if counting is not None else None
 
     def stream(self, request: GenerationRequest, cancel: threading.Event) -> Iterator:
         started = time.perf_counter()
@@ -189,6 +239,9 @@ class LocalEngine(Engine):
         batches = _generate_on_device(self._key, inputs, _sampling(request), cancel_id)
         try:
             for batch in batches:
+                if isinstance(batch, DraftCounts):
+                    stats.drafted_tokens, stats.accepted_tokens = batch.drafted, batch.accepted
+                    continue
                 if stats.time_to_first_token is None:
                     stats.time_to_first_token = time.perf_counter() - started
                 tokens = [token for token, _ in batch if token is not None]

@@ -32,10 +32,11 @@ from typing import Any
 import numpy as np
 import openai
 
+from . import family
 from .config import BUNDLED_MODEL, Settings
-from .engine import Engine, GenerationRequest
+from .engine import Engine, GenerationRequest, ModelLoadError, ModelStatus
 from .events import Done, EngineError, Event, ReplyStats, ThinkingDelta, ToolCall, ToolCallStarted
-from .loading import ModelLoadError, ModelStatus, hub_reachable
+from .loading import hub_reachable
 from .media import AUDIO_SAMPLING_RATE, MediaItem
 from .parsing import ReplyParser
 from .prompt import PromptSpec
@@ -415,8 +416,8 @@ class OpenAIEngine(Engine):
         self.model = self.requested_model or self._first_model(listed)
         self._probe()
         self.processor, config = self._load_model_files()
-        if config is not None and getattr(config, "audio_config", "absent") is None:
-            self.modalities = frozenset({"text", "image", "video"})  # 26B-A4B and 31B have no audio tower
+        if config is not None:
+            self.modalities = family.modalities(config)
         context = _served_context(listed, self.model) or _config_context(config)
         notes = [f"The server refuses {name}: {OPTIONAL_FIELDS[name]}" for name in sorted(self.refused)]
         if self.processor is None:

@@ -64,6 +64,9 @@ class ReplyStats:
     time_to_first_token: float | None = None  # seconds
     duration: float = 0.0  # seconds, request to last token
     stop_reason: str = ""  # "stop", "tool_call", "length", "cancelled", "error"
+    # Speculative decoding: tokens an MTP drafter proposed, and how many of them the model kept.
+    drafted_tokens: int | None = None
+    accepted_tokens: int | None = None
 
     @property
     def tokens_per_second(self) -> float | None:
@@ -81,7 +84,14 @@ class ReplyStats:
             "tokens_per_second": None if tps is None else round(tps, 1),
             "duration_s": round(self.duration, 3),
             "stop_reason": self.stop_reason,
-        }
+        } | self._drafting()
+
+    def _drafting(self) -> dict:
+        if self.drafted_tokens is None:
+            return {}
+        rate = self.accepted_tokens / self.drafted_tokens if self.drafted_tokens else None
+        return {"drafted_tokens": self.drafted_tokens, "accepted_tokens": self.accepted_tokens,
+                "acceptance_rate": None if rate is None else round(rate, 3)}
 
 
 @dataclass

@@ -13,12 +13,14 @@ import functools
 import html
 import json
 import re
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from . import family
 from .media import MediaItem
 from .prompt import PromptSpec
 
@@ -99,6 +101,18 @@ def _runs(types: list[int], kind: int) -> list[int]:
     return runs
 
 
+def _runs_at(types: list[int], kind: int) -> list[tuple[int, int]]:
+    """(start position, length) of each run of `kind`."""
+    runs, start = [], None
+    for position, t in enumerate([*types, None]):
+        if t == kind and start is None:
+            start = position
+        elif t != kind and start is not None:
+            runs.append((start, position - start))
+            start = None
+    return runs
+
+
 def count_tokens(processor, inputs, media: list[MediaItem], image_budget: int,
                  context_length: int | None = None) -> TokenCounts:
     ids = inputs["input_ids"][0].tolist()
@@ -113,8 +127,9 @@ def count_tokens(processor, inputs, media: list[MediaItem], image_budget: int,
         width, height = item.data.size
         counts.images.append(ImageCount(item.name, run, (width, height), _resized(processor, width, height, image_budget)))
 
-    for item, run in zip([m for m in media if m.kind == "audio"], _runs(types, AUDIO)):
-        counts.audio.append(AudioCount(item.name, run, item.describe().get("seconds", 0.0), item.warning))
+    for item, (start, run) in zip([m for m in media if m.kind == "audio"], _runs_at(types, AUDIO)):
+        warning = "; ".join(filter(None, [item.warning, family.late_audio_warning(processor, start)])) or None
+        counts.audio.append(AudioCount(item.name, run, item.describe().get("seconds", 0.0), warning))
 
     frame_runs = _runs(types, VIDEO)
     frames_per_video = [int(n) for n in inputs.get("num_frames_per_video", [])]
@@ -126,12 +141,11 @@ def count_tokens(processor, inputs, media: list[MediaItem], image_budget: int,
 
 
 def _resized(processor, width: int, height: int, budget: int) -> tuple[int, int]:
-    """The size the image processor resizes to (its own function, same arguments)."""
-    from transformers.models.gemma4.image_processing_gemma4 import get_aspect_ratio_preserving_size
-
+    """The size the image processor resizes to: its own module's function (Gemma4's or
+    Gemma4Unified's), with the arguments it passes."""
     ip = processor.image_processor
-    h, w = get_aspect_ratio_preserving_size(height, width, ip.patch_size, budget * ip.pooling_kernel_size**2,
-                                            ip.pooling_kernel_size)
+    resize = sys.modules[type(ip).__module__].get_aspect_ratio_preserving_size
+    h, w = resize(height, width, ip.patch_size, budget * ip.pooling_kernel_size**2, ip.pooling_kernel_size)
     return w, h
 
 
@@ -197,9 +211,10 @@ def counting_processor(processor):
     medium's expansion is computed once instead of on every keystroke. Its outputs hold no
     pixel or audio features.
 
-    Exact by construction: Gemma 4's image and video processors handle each image and video
-    on its own (one at a time gives the same expansion as in a batch), while audio features
-    are padded to the longest clip, so the audio clips are cached together, as one set.
+    Exact by construction, for Gemma4Processor and Gemma4UnifiedProcessor alike: their image
+    and video processors handle each image and video on its own (one at a time gives the same
+    expansion as in a batch), while audio features are padded to the longest clip (mel frames,
+    or the Unified model's 40 ms waveform frames), so the audio clips are cached together.
     """
     from transformers.image_utils import make_flat_list_of_images
     from transformers.video_utils import make_batched_videos
@@ -299,7 +314,7 @@ def expanded_layer(processor, inputs, show_ids: bool = False) -> str:
     (`<|image|> × 266`); boundary tokens and video timestamps stay visible."""
     tokenizer = processor.tokenizer
     ids = inputs["input_ids"][0].tolist()
-    soft = {tokenizer.convert_tokens_to_ids(t) for t in ("<|image|>", "<|audio|>", "<|video|>")}
+    soft = {processor.image_token_id, processor.audio_token_id, processor.video_token_id}
     # Decoded once per distinct id: a conversation repeats most of its ids many times.
     decoded = {i: tokenizer.decode([i], skip_special_tokens=False) for i in set(ids)}
     pieces: list[str] = []

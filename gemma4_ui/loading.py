@@ -14,44 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-from .config import BUNDLED_MODEL, DEFAULT_MODEL
+from .config import BUNDLED_MODEL, BUNDLED_TRAINED, DEFAULT_MODEL  # noqa: F401 - BUNDLED_TRAINED: read from here
+from .engine import ModelLoadError, ModelStatus
 
 log = logging.getLogger(__name__)
-
-# scripts/train_tiny_gemma4.py writes training.json next to the weights it trains.
-BUNDLED_TRAINED = (Path(BUNDLED_MODEL) / "training.json").exists()
-BUNDLED_NOTE = ("a tiny protocol demo model trained on synthetic data, not an assistant" if BUNDLED_TRAINED else
-                "a tiny model with random weights that shows the protocol's plumbing: its replies are noise")
-
-
-class ModelLoadError(RuntimeError):
-    pass
-
-
-@dataclass
-class ModelStatus:
-    """What is live, for the status line and the log."""
-
-    requested: str
-    name: str  # the model actually running
-    source: str  # "bundled" | "local" | "hub" | "cache" | "remote"
-    device: str = "cpu"
-    dtype: str = ""
-    notice: str = ""  # e.g. why we fell back to the bundled model
-    context_length: int | None = None
-
-    @property
-    def is_bundled(self) -> bool:
-        return self.source == "bundled"
-
-    def describe(self) -> str:
-        where = f"on {self.device}" + (f" ({self.dtype})" if self.dtype else "")
-        line = f"**{self.name}** {where}"
-        if self.is_bundled:
-            line += f" — the bundled tiny Gemma 4, {BUNDLED_NOTE}"
-        if self.notice:
-            line += f". ⚠️ {self.notice}"
-        return line
 
 
 @dataclass
@@ -74,7 +40,7 @@ def hub_reachable(timeout: float = 3.0) -> bool:
         return False
 
 
-def _cached(model_id: str) -> bool:
+def is_cached(model_id: str) -> bool:
     from transformers import AutoConfig
 
     try:
@@ -94,7 +60,7 @@ def resolve_model(requested: str | None) -> ResolvedModel:
         return ResolvedModel(path, ModelStatus(requested, Path(path).name, "local"), True)
     if Path(requested).expanduser().exists() or requested.startswith((".", "/", "~")):
         raise ModelLoadError(f"{requested} is not a model folder (expected a folder with config.json)")
-    if _cached(requested):
+    if is_cached(requested):
         return ResolvedModel(requested, ModelStatus(requested, requested, "cache"), True)
     if not hub_reachable():
         notice = f"The Hugging Face Hub is unreachable and {requested} is not cached here, so the bundled model runs instead"
@@ -120,18 +86,30 @@ def pick_device(device: str, dtype: str) -> tuple[str, "torch.dtype"]:
 
 
 def load_processor(resolved: ResolvedModel):
+    """The checkpoint's own processor, with its own chat template and response template:
+    revisions and sizes differ (26B-A4B and 31B write an empty thought when thinking is off).
+    The bundle's templates are only the fallback, for a checkpoint that ships none."""
     from transformers import AutoProcessor
 
     try:
-        return AutoProcessor.from_pretrained(resolved.path, local_files_only=resolved.local_files_only)
+        processor = AutoProcessor.from_pretrained(resolved.path, local_files_only=resolved.local_files_only)
     except Exception as err:  # noqa: BLE001 - every cause is reported, with the model named
-        raise ModelLoadError(_explain(resolved.status.requested, err)) from err
+        raise ModelLoadError(explain_load_error(resolved.status.requested, err)) from err
+    if not processor.chat_template:
+        processor.chat_template = (BUNDLED_MODEL / "chat_template.jinja").read_text()
+        note = f"{resolved.status.name} ships no chat template, so the bundled Gemma 4 template renders its prompts"
+        log.warning(note)
+        resolved.status.notice = "; ".join(filter(None, [resolved.status.notice, note]))
+    return processor
 
 
 def load_model(resolved: ResolvedModel, device: str = "auto", dtype: str = "auto"):
     """Load the weights onto the device. transformers logs a progress bar while it reads them."""
     from transformers import AutoModelForMultimodalLM
 
+    from .compat import backport_mtp_kv_sharing
+
+    backport_mtp_kv_sharing()  # before the model is built: it decides which layers keep their cache
     device, torch_dtype = pick_device(device, dtype)
     log.info("loading %s (%s) on %s as %s", resolved.status.name, resolved.path, device, torch_dtype)
     try:
@@ -142,7 +120,7 @@ def load_model(resolved: ResolvedModel, device: str = "auto", dtype: str = "auto
             local_files_only=resolved.local_files_only,
         )
     except Exception as err:  # noqa: BLE001
-        raise ModelLoadError(_explain(resolved.status.requested, err)) from err
+        raise ModelLoadError(explain_load_error(resolved.status.requested, err)) from err
     model.eval()
     resolved.status.device = device
     resolved.status.dtype = str(torch_dtype).removeprefix("torch.")
@@ -151,7 +129,7 @@ def load_model(resolved: ResolvedModel, device: str = "auto", dtype: str = "auto
     return model
 
 
-def _explain(model_id: str, err: Exception) -> str:
+def explain_load_error(model_id: str, err: Exception) -> str:
     text = f"{type(err).__name__}: {err}"
     chain = []
     cause: BaseException | None = err

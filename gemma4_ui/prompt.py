@@ -39,10 +39,12 @@ class PromptSpec:
         return kwargs
 
 
-def build_spec(conversation: Conversation, options: "ChatOptions", registry: "ToolRegistry") -> PromptSpec:
-    """Layer 1: the conversation, the system prompt and the enabled tools, as the processor takes them."""
+def build_spec(conversation: Conversation, options: "ChatOptions", registry: "ToolRegistry",
+               audio_first: bool = False) -> PromptSpec:
+    """Layer 1: the conversation, the system prompt and the enabled tools, as the processor takes them.
+    `audio_first`: the model's audio placement (Engine.audio_first)."""
     return PromptSpec(
-        messages=to_gemma_messages(conversation, options.system_prompt),
+        messages=to_gemma_messages(conversation, options.system_prompt, audio_first),
         tools=registry.schemas(options.enabled_tools) or None,
         enable_thinking=options.thinking,
         image_budget=options.image_budget,

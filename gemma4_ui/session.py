@@ -447,7 +447,7 @@ class SharedChatHandlers:
                 preview = Conversation(_moved_on(conversation).turns + [self.user_turn(draft, session)])
             except MediaError as err:
                 warning = str(err)
-        spec = build_spec(preview, options, session.tools())
+        spec = build_spec(preview, options, session.tools(), self.engine.audio_first)
         if not spec.messages:
             return InspectorView(EMPTY_INSPECTOR, inspector.messages_layer(spec, []), [], "", "", warning)
         raw = template_text(processor, spec)

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -16,6 +19,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 ARTIFACTS = ROOT / "test-artifacts"
+BUNDLED_MODEL = ROOT / "assets" / "tiny-gemma4"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--disable-quic", "--no-first-run"]
@@ -31,8 +35,6 @@ def free_port() -> int:
 def processor():
     from transformers import AutoProcessor
 
-    from gemma4_ui.config import BUNDLED_MODEL
-
     return AutoProcessor.from_pretrained(BUNDLED_MODEL)
 
 
@@ -41,6 +43,46 @@ def tiny_engine():
     from gemma4_ui.engine_local import LocalEngine
 
     return LocalEngine("tiny", device="cpu").load()
+
+
+# -- a real `transformers serve`, for the remote engine -------------------------------------------
+
+@pytest.fixture(scope="session")
+def server_port(tmp_path_factory):
+    """`transformers serve` with the bundled model preloaded. An empty Hub cache, so that
+    /v1/models answers (with no models: the preloaded one is not listed)."""
+    port = free_port()
+    work = tmp_path_factory.mktemp("serve")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(work / "hub")}
+    (work / "hub").mkdir()
+    command = [sys.executable, "-m", "transformers.cli.transformers", "serve",  # = `transformers serve`
+               str(BUNDLED_MODEL), "--host", "127.0.0.1", "--port", str(port), "--device", "cpu"]
+    with open(work / "serve.log", "wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+    try:
+        _wait_for_health(port, process, work / "serve.log")
+        yield port
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _wait_for_health(port: int, process: subprocess.Popen, log: Path, limit: float = 180) -> None:
+    deadline = time.time() + limit
+    while time.time() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"transformers serve exited:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    pytest.fail(f"transformers serve did not become healthy in {limit:g} s:\n{log.read_text()[-3000:]}")
 
 
 class AppServer:

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import threading
 
-from gemma4_ui.engine import Engine, GenerationRequest
+from gemma4_ui.engine import Engine, GenerationRequest, ModelStatus
 from gemma4_ui.events import ReplyStats
-from gemma4_ui.loading import ModelStatus
 from gemma4_ui.parsing import ReplyParser
 from gemma4_ui.prompt import model_inputs, template_text
 
@@ -20,6 +19,9 @@ class ReplayEngine(Engine):
         self.chunk = chunk
         self.prompts: list[str] = []
         self.status = ModelStatus("replay", "replay", "bundled", context_length=131072)
+
+    def load(self) -> "ReplayEngine":
+        return self
 
     def stream(self, request: GenerationRequest, cancel: threading.Event):
         prompt = template_text(self.processor, request.spec)

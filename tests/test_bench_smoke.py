@@ -35,6 +35,7 @@ def test_bench_quick_subset_prints_one_table_with_verdicts():
 
 def test_gpu_bench_smoke_on_the_cpu():
     rows = table_rows(run_module("bench.gpu_bench", "--device", "cpu", "--tiny", "--runs", "1", "--tokens", "8",
-                                 timeout=120))
+                                 "--with-drafter", timeout=240))
     assert {"engine ÷ bare tokens/s, text", "TTFT added by the engine, 1080p photo"} <= set(rows)
+    assert {"engine ÷ bare tokens/s, text, MTP drafter", "TTFT added by the engine, text, MTP drafter"} <= set(rows)
     assert set(rows.values()) <= {"PASS", "FAIL", "info"}, rows

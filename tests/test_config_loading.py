@@ -7,8 +7,9 @@ import sys
 
 import pytest
 
-from gemma4_ui.config import BUNDLED_MODEL, parse_settings
-from gemma4_ui.loading import BUNDLED_TRAINED, ModelLoadError, hub_reachable, pick_device, resolve_model
+from gemma4_ui.config import BUNDLED_MODEL, BUNDLED_TRAINED, parse_settings
+from gemma4_ui.engine import ModelLoadError
+from gemma4_ui.loading import hub_reachable, pick_device, resolve_model
 
 from conftest import ROOT
 
@@ -32,7 +33,8 @@ def test_environment_then_flags(monkeypatch):
 
 
 def test_bad_options_are_refused(capsys):
-    for argv in (["--backend", "nope"], ["--backend", "openai"], ["--device", "tpu"]):
+    for argv in (["--backend", "nope"], ["--backend", "openai"], ["--device", "tpu"],
+                 ["--backend", "openai", "--base-url", "http://x/v1", "--assistant", "google/gemma-4-E2B-it-assistant"]):
         with pytest.raises(SystemExit):
             parse_settings(argv)
     assert "--base-url" in capsys.readouterr().err

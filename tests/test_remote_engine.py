@@ -16,17 +16,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import socket
-import subprocess
-import sys
 import threading
 import time
-import urllib.request
 import wave
 from base64 import b64decode
 from io import BytesIO
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -36,9 +31,9 @@ from PIL import Image
 
 from conftest import ROOT, free_port, start_app
 from gemma4_ui.chat import ChatOptions, TurnRunner
-from gemma4_ui.config import BUNDLED_MODEL, Settings
+from gemma4_ui.config import BUNDLED_MODEL, BUNDLED_TRAINED, Settings
 from gemma4_ui.conversation import Conversation, UserTurn
-from gemma4_ui.engine import GenerationRequest
+from gemma4_ui.engine import GenerationRequest, ModelLoadError
 from gemma4_ui.engine_openai import (
     OpenAIEngine,
     ReplyAssembler,
@@ -48,7 +43,6 @@ from gemma4_ui.engine_openai import (
     wav_base64,
 )
 from gemma4_ui.events import Done, EngineError, TextDelta, ThinkingDelta, ToolCall, ToolCallStarted
-from gemma4_ui.loading import BUNDLED_TRAINED, ModelLoadError
 from gemma4_ui.media import MediaItem, load_media
 from gemma4_ui.parsing import ReplyParser
 from gemma4_ui.prompt import PromptSpec, model_inputs
@@ -62,44 +56,6 @@ needs_trained_model = pytest.mark.skipif(
 
 
 # -- the real server ------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def server_port(tmp_path_factory):
-    """`transformers serve` with the bundled model preloaded. An empty Hub cache, so that
-    /v1/models answers (with no models: the preloaded one is not listed)."""
-    port = free_port()
-    work = tmp_path_factory.mktemp("serve")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(work / "hub")}
-    (work / "hub").mkdir()
-    command = [sys.executable, "-m", "transformers.cli.transformers", "serve", TINY,  # = `transformers serve`
-               "--host", "127.0.0.1", "--port", str(port), "--device", "cpu"]
-    with open(work / "serve.log", "wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-    try:
-        _wait_for_health(port, process, work / "serve.log")
-        yield port
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-def _wait_for_health(port: int, process: subprocess.Popen, log: Path, limit: float = 180) -> None:
-    deadline = time.time() + limit
-    while time.time() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"transformers serve exited:\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as answer:
-                if answer.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.5)
-    pytest.fail(f"transformers serve did not become healthy in {limit:g} s:\n{log.read_text()[-3000:]}")
-
 
 def settings_for(url: str, model: str | None = TINY, **overrides) -> Settings:
     return Settings(backend="openai", base_url=url, model=model, **overrides)
