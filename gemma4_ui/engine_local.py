@@ -19,6 +19,7 @@ from .gpu import gpu_duration, on_gpu
 from .loading import ResolvedModel, load_model, load_processor, resolve_model
 from .parsing import ReplyParser
 from .prompt import model_inputs, template_text
+from . import token_probabilities
 
 log = logging.getLogger(__name__)
 
@@ -104,19 +105,26 @@ def _stopping_criteria(cancel_id: str):
 
 
 @on_gpu(duration=gpu_duration)
-def _generate_on_device(model_key: str, inputs, generation: dict, cancel_id: str) -> Iterator:
-    """Run generate in a thread and yield batches of (token_id, text). Joins the thread
-    before returning, also when the consumer goes away (Stop)."""
+def _generate_on_device(model_key: str, inputs, generation: dict, cancel_id: str,
+                        record_probabilities: bool = False) -> Iterator:
+    """Run generate in a thread and yield batches of (token_id, text), then, when asked, the
+    `RecordedSteps` of every token's probability. Joins the thread before returning, also
+    when the consumer goes away (Stop)."""
     model, tokenizer = _MODELS[model_key]
     inputs = inputs.to(model.device)
     if "pixel_values" in inputs:
         inputs["pixel_values"] = inputs["pixel_values"].to(model.dtype)
     streamer = TokenStream(tokenizer)
     errors: list[BaseException] = []
+    criteria = _stopping_criteria(cancel_id)
+    if record_probabilities:
+        probabilities = token_probabilities.recorder()
+        criteria.append(probabilities)
+        generation = {**generation, "output_scores": True, "return_dict_in_generate": True}
 
     def run() -> None:
         try:
-            model.generate(**inputs, **generation, streamer=streamer, stopping_criteria=_stopping_criteria(cancel_id))
+            model.generate(**inputs, **generation, streamer=streamer, stopping_criteria=criteria)
         except BaseException as err:  # noqa: BLE001 - reported to the consumer below
             errors.append(err)
             streamer.end()
@@ -135,6 +143,8 @@ def _generate_on_device(model_key: str, inputs, generation: dict, cancel_id: str
         worker.join()
     if errors:
         raise errors[0]
+    if record_probabilities:
+        yield probabilities.result()
 
 
 class LocalEngine(Engine):
@@ -186,14 +196,21 @@ class LocalEngine(Engine):
         cancel_id = f"{id(cancel)}-{started}"
         _CANCELS[cancel_id] = cancel
         last_token = None
-        batches = _generate_on_device(self._key, inputs, _sampling(request), cancel_id)
+        generated: list[int] = []
+        recorded = None
+        batches = _generate_on_device(self._key, inputs, _sampling(request), cancel_id, request.token_probabilities)
         try:
             for batch in batches:
+                if isinstance(batch, token_probabilities.RecordedSteps):
+                    recorded = batch
+                    continue
                 if stats.time_to_first_token is None:
                     stats.time_to_first_token = time.perf_counter() - started
                 tokens = [token for token, _ in batch if token is not None]
                 stats.generated_tokens += len(tokens)
                 last_token = tokens[-1] if tokens else last_token
+                if request.token_probabilities:
+                    generated += tokens
                 yield from parser.feed("".join(text for _, text in batch))
         except Exception as err:  # noqa: BLE001 - e.g. out of memory: the chat reports it and goes on
             log.exception("generation failed")
@@ -213,6 +230,8 @@ class LocalEngine(Engine):
         else:
             stats.stop_reason = "length"
         events, done = parser.finish(stats)
+        if recorded is not None:
+            done.token_probabilities = token_probabilities.from_generate(self.processor.tokenizer, generated, recorded)
         yield from events
         yield done
 
