@@ -196,7 +196,7 @@ def test_expanded_view_colours_every_token_by_kind(processor, tmp_path):
     # The image's run is folded into one line; the short audio run (5 tokens) is not.
     assert re.search(rf"<details class='xv-run xv-image'><summary title='id {image_id} [^']*'>"
                      rf"&lt;\|image\|&gt; × 266</summary>", view)
-    assert view.count("class='xv xv-audio'") == counts.audio_tokens
-    assert view.count("class='xv xv-control'") == counts.control and "<b>" not in view
+    assert view.count("class='xv xv-audio' title=") == counts.audio_tokens
+    assert view.count("class='xv xv-control' title=") == counts.control and "<b>" not in view
     shown = sum(1 for _ in re.finditer(r"class='xv xv-(text|control|audio)' title='id \d+", view))
     assert shown + counts.image_tokens == counts.total
