@@ -55,8 +55,8 @@ OPTIONAL_FIELDS = {
     "logprobs": "replies carry no token probabilities",
     "top_logprobs": "replies carry no alternatives to each token",
 }
-NO_LOGPROBS = ("This server does not return token probabilities: it refuses the OpenAI API's `logprobs` field "
-               "(vLLM and SGLang return them; transformers serve does not).")
+NO_LOGPROBS = ("This server returns no token probabilities: it refuses or ignores the OpenAI API's `logprobs` "
+               "field (vLLM and SGLang return them; transformers serve ignores it).")
 
 # OpenAI finish_reason → ReplyStats.stop_reason
 _STOP_REASONS = {"stop": "stop", "tool_calls": "tool_call", "function_call": "tool_call", "length": "length"}
@@ -417,6 +417,7 @@ class OpenAIEngine(Engine):
                                   source="remote", device=self.base_url)
         self.processor = None
         self.refused: set[str] = set()
+        self._returns_logprobs = False
         self._parse_tokenizer = None
 
     # -- load: check the server, learn the model -----------------------------------------------------
@@ -435,7 +436,7 @@ class OpenAIEngine(Engine):
         self.status = ModelStatus(requested=self.requested_model or "(the server's model)", name=self.model,
                                   source="remote", device=self.base_url, notice="; ".join(notes),
                                   context_length=context)
-        self.token_probabilities_note = NO_LOGPROBS if "logprobs" in self.refused else ""
+        self.token_probabilities_note = "" if self._returns_logprobs else NO_LOGPROBS
         self._parse_tokenizer = self.processor.tokenizer if self.processor is not None else _bundled_tokenizer()
         log.info("ready: %s", self.status.describe())
         return self
@@ -468,8 +469,10 @@ class OpenAIEngine(Engine):
         while True:
             body = request_body(probe, self.model, to_openai_messages(probe.spec.messages), self.refused)
             try:
-                for _ in self.client.chat.completions.create(**body):
-                    pass
+                self._returns_logprobs = False  # some servers accept the field and ignore it
+                for chunk in self.client.chat.completions.create(**body):
+                    self._returns_logprobs |= any(c.logprobs is not None and bool(c.logprobs.content)
+                                                  for c in chunk.choices)
                 return
             except openai.APIError as err:
                 newly_refused = refused_fields(err) - self.refused

@@ -421,9 +421,10 @@ def test_a_served_name_that_is_no_local_model_gets_no_processor():
 def test_load_learns_the_model_and_what_the_server_refuses(engine, server_port):
     assert (engine.status.source, engine.status.name) == ("remote", TINY)
     assert engine.status.device == f"http://127.0.0.1:{server_port}/v1"
-    assert engine.refused == {"top_k", "logprobs", "top_logprobs"}, "transformers serve answers 422 to these"
-    assert "top_k" in engine.status.notice and "no token probabilities" in engine.status.notice
-    assert "refuses the OpenAI API's `logprobs`" in engine.token_probabilities_note
+    assert engine.refused == {"top_k"}, "transformers serve answers 422 to top_k"
+    assert "top_k" in engine.status.notice
+    # It takes `logprobs` and `top_logprobs` but ignores them (no logprobs in its chunks): the view says so.
+    assert "refuses or ignores the OpenAI API's `logprobs`" in engine.token_probabilities_note
     assert engine.processor is not None and engine.context_length == 131072
     assert engine.modalities == {"text", "image", "audio", "video"}
 
