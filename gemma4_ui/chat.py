@@ -54,7 +54,7 @@ class TurnRunner:
             #    so a resumed exchange continues the open model turn.
             spec = build_spec(conv, options, self.registry, self.engine.audio_first)
             request = GenerationRequest(spec, options.max_new_tokens, options.temperature, options.top_p, options.top_k,
-                                        media=conv.media())
+                                        media=conv.media(), token_probabilities=options.token_probabilities)
             done: Done | None = None
             # A turn stopped before it started (Stop while it was queued) never reaches the engine.
             events = self.engine.stream(request, cancel) if not cancel.is_set() else iter(
@@ -94,7 +94,7 @@ class TurnRunner:
                 return
             round_ = ToolRound(
                 calls=calls, reasoning=done.reasoning, content=done.content, raw=done.raw, stats=done.stats,
-                thinking_seconds=live.thinking_seconds,
+                thinking_seconds=live.thinking_seconds, token_probabilities=done.token_probabilities,
             )
             turn.rounds.append(round_)
             # The round is part of the turn now; a fresh Live only marks the call running.
@@ -170,6 +170,7 @@ def _settle(turn: AssistantTurn, done: Done, live: Live) -> None:
     """The round that answers ends the turn."""
     turn.reasoning, turn.content, turn.raw, turn.stats = done.reasoning, done.content, done.raw, done.stats
     turn.thinking_seconds = live.thinking_seconds
+    turn.token_probabilities = done.token_probabilities
     turn.notice = _notice(done)
     if not turn.rounds and not turn.content and not turn.reasoning and done.stats.stop_reason == "cancelled":
         turn.notice = "Stopped before the model wrote anything."

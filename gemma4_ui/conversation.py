@@ -34,6 +34,7 @@ class ToolRound:
     raw: str = ""
     stats: ReplyStats | None = None
     thinking_seconds: float | None = None
+    token_probabilities: list | None = None  # TokenProbability per generated token, if recorded
 
     @property
     def answered(self) -> bool:
@@ -49,6 +50,7 @@ class AssistantTurn:
     stats: ReplyStats | None = None
     thinking_seconds: float | None = None
     notice: str = ""  # e.g. "stopped", "cut off mid-thought", "round limit reached"
+    token_probabilities: list | None = None  # of the answering round, if recorded
 
 
 Turn = UserTurn | AssistantTurn

@@ -55,7 +55,7 @@ def _assistant(turn: AssistantTurn, t: int, live: Live | None) -> list[dict]:
         if turn.reasoning:
             out.append(_thinking(turn.reasoning, key, turn.thinking_seconds))
         if turn.content:
-            out.append({"role": "assistant", "content": turn.content})
+            out.append({"role": "assistant", "content": turn.content + stats_line(turn)})
     if turn.notice:
         out.append(_notice_message(turn.notice))
     return out
@@ -113,6 +113,24 @@ def _call_panel(call: ToolCall | None, result: ToolResult | None, key: str, pare
     if parent:
         metadata["parent_id"] = parent
     return {"role": "assistant", "content": body, "metadata": metadata}
+
+
+def stats_line(turn: AssistantTurn) -> str:
+    """A small line under the settled answer: time to first token, tokens/s, tokens in and out
+    (all rounds of a tool-calling reply counted, the first token timed from the first round)."""
+    rounds = [r.stats for r in turn.rounds if r.stats] + ([turn.stats] if turn.stats else [])
+    if not rounds:
+        return ""
+    first, last = rounds[0], rounds[-1]
+    parts = []
+    if first.time_to_first_token is not None:
+        parts.append(f"{first.time_to_first_token:.2f} s to first token")
+    if last.tokens_per_second is not None:
+        parts.append(f"{last.tokens_per_second:.1f} tokens/s")
+    parts.append(f"{last.prompt_tokens:,} tokens in, {sum(s.generated_tokens for s in rounds):,} out")
+    if len(rounds) > 1:
+        parts.append(f"{len(rounds)} rounds")
+    return f"\n\n<div class='reply-stats'>⏱ {' · '.join(parts)}</div>"
 
 
 def _notice_message(text: str) -> dict:

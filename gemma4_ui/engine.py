@@ -62,6 +62,8 @@ class GenerationRequest:
     top_k: int = 64
     # The conversation's uploads, in order: remote engines send a video as its original file.
     media: list[MediaItem] = field(default_factory=list)
+    # Record each generated token's probability and top alternatives (costs a little per token).
+    token_probabilities: bool = False
 
 
 class Engine(ABC):
@@ -72,6 +74,8 @@ class Engine(ABC):
     # The processor that renders and counts prompts for the inspector, or None when the
     # model's own processor is not available (then counts are not shown as exact).
     processor = None
+    # Why replies carry no token probabilities, where they cannot (empty: they can).
+    token_probabilities_note: str = ""
 
     @classmethod
     def from_settings(cls, settings) -> "Engine":

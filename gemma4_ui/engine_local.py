@@ -24,6 +24,7 @@ from .gpu import gpu_duration, on_gpu
 from .loading import ResolvedModel, load_model, load_processor, resolve_model
 from .parsing import ReplyParser
 from .prompt import model_inputs, template_text
+from . import token_probabilities
 
 log = logging.getLogger(__name__)
 
@@ -121,10 +122,11 @@ def _stopping_criteria(cancel_id: str):
 
 
 @on_gpu(duration=gpu_duration)
-def _generate_on_device(model_key: str, inputs, generation: dict, cancel_id: str) -> Iterator:
+def _generate_on_device(model_key: str, inputs, generation: dict, cancel_id: str,
+                        record_probabilities: bool = False) -> Iterator:
     """Run generate in a thread and yield batches of (token_id, text), then, when a drafter
-    runs, one `DraftCounts`. Joins the thread before returning, also when the consumer goes
-    away (Stop)."""
+    runs, one `DraftCounts`, and when asked, the `RecordedSteps` of every token's probability.
+    Joins the thread before returning, also when the consumer goes away (Stop)."""
     model, tokenizer, drafter = _MODELS[model_key]
     # Pixels and waveforms in the model's dtype (bfloat16 on a GPU); ids stay integers.
     inputs = inputs.to(model.device, dtype=model.dtype)
@@ -133,12 +135,17 @@ def _generate_on_device(model_key: str, inputs, generation: dict, cancel_id: str
         generation = {**generation, "assistant_model": drafter.model}
     errors: list[BaseException] = []
     counts = DraftCounts()
+    criteria = _stopping_criteria(cancel_id)
+    if record_probabilities:
+        probabilities = token_probabilities.recorder()
+        criteria.append(probabilities)
+        generation = {**generation, "output_scores": True, "return_dict_in_generate": True}
 
     def run() -> None:
         if drafter is not None:
             drafter.start()
         try:
-            model.generate(**inputs, **generation, streamer=streamer, stopping_criteria=_stopping_criteria(cancel_id))
+            model.generate(**inputs, **generation, streamer=streamer, stopping_criteria=criteria)
         except BaseException as err:  # noqa: BLE001 - reported to the consumer below
             errors.append(err)
             streamer.end()
@@ -162,6 +169,8 @@ def _generate_on_device(model_key: str, inputs, generation: dict, cancel_id: str
         raise errors[0]
     if drafter is not None:
         yield counts
+    if record_probabilities:
+        yield probabilities.result()
 
 
 class LocalEngine(Engine):
@@ -236,17 +245,24 @@ class LocalEngine(Engine):
         cancel_id = f"{id(cancel)}-{started}"
         _CANCELS[cancel_id] = cancel
         last_token = None
-        batches = _generate_on_device(self._key, inputs, _sampling(request), cancel_id)
+        generated: list[int] = []
+        recorded = None
+        batches = _generate_on_device(self._key, inputs, _sampling(request), cancel_id, request.token_probabilities)
         try:
             for batch in batches:
                 if isinstance(batch, DraftCounts):
                     stats.drafted_tokens, stats.accepted_tokens = batch.drafted, batch.accepted
+                    continue
+                if isinstance(batch, token_probabilities.RecordedSteps):
+                    recorded = batch
                     continue
                 if stats.time_to_first_token is None:
                     stats.time_to_first_token = time.perf_counter() - started
                 tokens = [token for token, _ in batch if token is not None]
                 stats.generated_tokens += len(tokens)
                 last_token = tokens[-1] if tokens else last_token
+                if request.token_probabilities:
+                    generated += tokens
                 yield from parser.feed("".join(text for _, text in batch))
         except Exception as err:  # noqa: BLE001 - e.g. out of memory: the chat reports it and goes on
             log.exception("generation failed")
@@ -266,6 +282,8 @@ class LocalEngine(Engine):
         else:
             stats.stop_reason = "length"
         events, done = parser.finish(stats)
+        if recorded is not None:
+            done.token_probabilities = token_probabilities.from_generate(self.processor.tokenizer, generated, recorded)
         yield from events
         yield done
 

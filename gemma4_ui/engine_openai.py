@@ -40,6 +40,7 @@ from .loading import hub_reachable
 from .media import AUDIO_SAMPLING_RATE, MediaItem
 from .parsing import ReplyParser
 from .prompt import PromptSpec
+from . import token_probabilities
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,11 @@ OPTIONAL_FIELDS = {
     "chat_template_kwargs": "the thinking switch has no effect (the server's default applies)",
     "top_k": "the top-k setting has no effect (the server's default applies)",
     "stream_options": "token usage may be missing from the reply stats",
+    "logprobs": "replies carry no token probabilities",
+    "top_logprobs": "replies carry no alternatives to each token",
 }
+NO_LOGPROBS = ("This server returns no token probabilities: it refuses or ignores the OpenAI API's `logprobs` "
+               "field (vLLM and SGLang return them; transformers serve ignores it).")
 
 # OpenAI finish_reason → ReplyStats.stop_reason
 _STOP_REASONS = {"stop": "stop", "tool_calls": "tool_call", "function_call": "tool_call", "length": "length"}
@@ -179,6 +184,8 @@ def request_body(request: GenerationRequest, model: str, messages: list[dict], r
     }
     if request.spec.tools:
         body["tools"] = request.spec.tools
+    if request.token_probabilities:
+        body["logprobs"], body["top_logprobs"] = True, token_probabilities.TOP_ALTERNATIVES
     for name in refused:
         body.pop(name, None)
         extra.pop(name, None)
@@ -228,6 +235,7 @@ class ReplyAssembler:
     reasoning: str = ""
     calls: dict[int, _PendingCall] = field(default_factory=dict)
     emitted_calls: list[ToolCall] = field(default_factory=list)
+    tokens: list = field(default_factory=list)  # TokenProbability, where the server sends logprobs
 
     @property
     def received_anything(self) -> bool:
@@ -248,6 +256,9 @@ class ReplyAssembler:
                 events += self.parser.feed(delta.content)
             for call_delta in delta.tool_calls or []:
                 events += self._feed_call(call_delta)
+            if choice.logprobs is not None and choice.logprobs.content:
+                kind = "thought" if reasoning else "call" if delta.tool_calls else "answer"
+                self.tokens += token_probabilities.from_openai(choice.logprobs.content, kind)
             if choice.finish_reason:
                 self.finish_reason = choice.finish_reason
         if events and self.stats.time_to_first_token is None:
@@ -294,7 +305,7 @@ class ReplyAssembler:
         if incomplete is None and self.stats.stop_reason == "length" and reasoning and not parsed.content and not calls:
             incomplete = "thought"  # the token limit came before the answer
         done = Done(stats=self.stats, raw=self.parser.raw, reasoning=reasoning, content=parsed.content,
-                    tool_calls=calls, incomplete=incomplete)
+                    tool_calls=calls, incomplete=incomplete, token_probabilities=self.tokens or None)
         return events, done
 
 
@@ -407,6 +418,7 @@ class OpenAIEngine(Engine):
                                   source="remote", device=self.base_url)
         self.processor = None
         self.refused: set[str] = set()
+        self._returns_logprobs = False
         self._parse_tokenizer = None
 
     # -- load: check the server, learn the model -----------------------------------------------------
@@ -425,6 +437,7 @@ class OpenAIEngine(Engine):
         self.status = ModelStatus(requested=self.requested_model or "(the server's model)", name=self.model,
                                   source="remote", device=self.base_url, notice="; ".join(notes),
                                   context_length=context)
+        self.token_probabilities_note = "" if self._returns_logprobs else NO_LOGPROBS
         self._parse_tokenizer = self.processor.tokenizer if self.processor is not None else _bundled_tokenizer()
         log.info("ready: %s", self.status.describe())
         return self
@@ -452,12 +465,15 @@ class OpenAIEngine(Engine):
     def _probe(self) -> None:
         """A one-token reply: proves the model is served, and finds which optional fields the
         server refuses (at most one retry per field)."""
-        probe = GenerationRequest(PromptSpec([{"role": "user", "content": "Hi"}]), max_new_tokens=1, temperature=0)
+        probe = GenerationRequest(PromptSpec([{"role": "user", "content": "Hi"}]), max_new_tokens=1, temperature=0,
+                                  token_probabilities=True)
         while True:
             body = request_body(probe, self.model, to_openai_messages(probe.spec.messages), self.refused)
             try:
-                for _ in self.client.chat.completions.create(**body):
-                    pass
+                self._returns_logprobs = False  # some servers accept the field and ignore it
+                for chunk in self.client.chat.completions.create(**body):
+                    self._returns_logprobs |= any(c.logprobs is not None and bool(c.logprobs.content)
+                                                  for c in chunk.choices)
                 return
             except openai.APIError as err:
                 newly_refused = refused_fields(err) - self.refused

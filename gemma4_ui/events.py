@@ -105,6 +105,7 @@ class Done:
     content: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
     incomplete: str | None = None
+    token_probabilities: list | None = None  # TokenProbability per generated token, when asked for
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,14 @@ class VideoCount:
     tokens_per_frame: int
     soft_tokens: int
     seconds: float
+    # The frames' `mm:ss` timestamps as the prompt carries them, and the tokens the video
+    # adds besides its soft tokens (timestamps, the spaces between frames, boundary tokens).
+    timestamps: list[str] = field(default_factory=list)
+    markers: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.soft_tokens + self.markers
 
 
 @dataclass
@@ -113,13 +121,70 @@ def _runs_at(types: list[int], kind: int) -> list[tuple[int, int]]:
     return runs
 
 
+@dataclass
+class VideoSpan:
+    """Where one video sits in the expanded prompt: from its first timestamp to its last
+    frame's closing boundary token, and each frame's timestamp and soft-token run."""
+
+    start: int
+    end: int  # exclusive
+    timestamps: list[str]
+    frame_runs: list[tuple[int, int]]  # (start, end) of each frame's soft tokens
+
+
+# The processor writes each frame as `mm:ss <|image>…<image|>`, frames joined by a space.
+_TIMESTAMP_BEFORE_FRAME = re.compile(r"(\d+:\d\d) ?$")
+
+
+def _spans_of(types: list[int], kind: int) -> list[tuple[int, int]]:
+    spans, start = [], None
+    for index, t in enumerate(types + [None]):
+        if t == kind and start is None:
+            start = index
+        elif t != kind and start is not None:
+            spans.append((start, index))
+            start = None
+    return spans
+
+
+def video_spans(tokenizer, ids: list[int], types: list[int], frames_per_video: list[int]) -> list[VideoSpan]:
+    """Each video's span in `ids`, found from the processor's own output: the video soft-token
+    runs (`mm_token_type_ids` 2) and the timestamp text written before each of them."""
+    pieces = {i: tokenizer.decode([i], skip_special_tokens=False) for i in set(ids)}
+    frame_runs = _spans_of(types, VIDEO)
+    spans: list[VideoSpan] = []
+    for frames in frames_per_video:
+        runs, frame_runs = frame_runs[:frames], frame_runs[frames:]
+        if not runs:
+            continue
+        timestamps, start = [], runs[0][0] - 1
+        for index, (run_start, _) in enumerate(runs):
+            boundary = run_start - 1  # the frame's opening <|image>
+            before = "".join(pieces[i] for i in ids[max(0, boundary - 12):boundary])
+            match = _TIMESTAMP_BEFORE_FRAME.search(before)
+            timestamps.append(match.group(1) if match else "")
+            if index == 0 and match:  # walk back over the tokens that spell the first timestamp
+                covered = 0
+                while start > 0 and covered < len(match.group(0)):
+                    start -= 1
+                    covered += len(pieces[ids[start]])
+        spans.append(VideoSpan(max(start, 0), min(runs[-1][1] + 1, len(ids)), timestamps, runs))
+    return spans
+
+
 def count_tokens(processor, inputs, media: list[MediaItem], image_budget: int,
                  context_length: int | None = None) -> TokenCounts:
     ids = inputs["input_ids"][0].tolist()
     types = inputs["mm_token_type_ids"][0].tolist() if "mm_token_type_ids" in inputs else [TEXT] * len(ids)
+    frames_per_video = [int(n) for n in inputs.get("num_frames_per_video", [])]
+    spans = video_spans(processor.tokenizer, ids, types, frames_per_video) if frames_per_video else []
+    # A video's timestamps and frame boundaries are counted on its own row, not as text.
+    in_video = set()
+    for span in spans:
+        in_video.update(range(span.start, span.end))
     special = set(processor.tokenizer.all_special_ids)
-    control = sum(1 for i, t in zip(ids, types) if t == TEXT and i in special)
-    text = sum(1 for t in types if t == TEXT) - control
+    control = sum(1 for n, (i, t) in enumerate(zip(ids, types)) if t == TEXT and i in special and n not in in_video)
+    text = sum(1 for n, t in enumerate(types) if t == TEXT and n not in in_video) - control
     counts = TokenCounts(total=len(ids), text=text, control=control, context_length=context_length)
 
     images = [m for m in media if m.kind == "image"]
@@ -131,12 +196,11 @@ def count_tokens(processor, inputs, media: list[MediaItem], image_budget: int,
         warning = "; ".join(filter(None, [item.warning, family.late_audio_warning(processor, start)])) or None
         counts.audio.append(AudioCount(item.name, run, item.describe().get("seconds", 0.0), warning))
 
-    frame_runs = _runs(types, VIDEO)
-    frames_per_video = [int(n) for n in inputs.get("num_frames_per_video", [])]
-    for item, frames in zip([m for m in media if m.kind == "video"], frames_per_video):
-        runs, frame_runs = frame_runs[:frames], frame_runs[frames:]
+    for item, frames, span in zip([m for m in media if m.kind == "video"], frames_per_video, spans):
+        runs = [end - start for start, end in span.frame_runs]
         counts.videos.append(VideoCount(item.name, frames, runs[0] if runs else 0, sum(runs),
-                                        item.describe().get("seconds", 0.0)))
+                                        item.describe().get("seconds", 0.0), span.timestamps,
+                                        span.end - span.start - sum(runs)))
     return counts
 
 
@@ -345,8 +409,9 @@ def counts_html(counts: TokenCounts) -> str:
         note = f"{clip.seconds:.1f} s" + (f" — ⚠️ {clip.warning}" if clip.warning else "")
         rows.append((f"🔊 {clip.name}", clip.soft_tokens, note))
     for video in counts.videos:
-        rows.append((f"🎞️ {video.name}", video.soft_tokens,
-                     f"{video.frames} frames × {video.tokens_per_frame} tokens, {video.seconds:.1f} s"))
+        rows.append((f"🎞️ {video.name}", video.tokens,
+                     f"{video.frames} frames × {video.tokens_per_frame} soft tokens + {video.markers} for the "
+                     f"timestamps and frame markers, {video.seconds:.1f} s"))
     body = "".join(
         f"<tr><td>{html.escape(name)}</td><td style='text-align:right'>{value:,}</td>"
         f"<td>{html.escape(note)}</td></tr>"

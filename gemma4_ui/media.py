@@ -73,6 +73,7 @@ class MediaItem:
     data: Any  # image: PIL.Image RGB; audio: float32 (n,) at 16 kHz; video: uint8 (T, H, W, 3) RGB
     video_metadata: VideoMetadata | None = None
     warning: str | None = None  # something the user should know, e.g. the audio was cut
+    original_seconds: float | None = None  # audio: the file's length, before any cut
 
     def describe(self) -> dict[str, Any]:
         """A short JSON-able descriptor for the inspector; never the media bytes."""
@@ -333,7 +334,8 @@ def _load_audio(path: Path, limits: MediaLimits) -> MediaItem:
         # Exact digital silence is what a muted or blocked microphone records.
         raise MediaError(f"'{path.name}' is completely silent. Please check the microphone and record again.")
     return MediaItem(
-        kind="audio", path=str(path), name=path.name, data=samples.astype(np.float32, copy=False), warning=warning
+        kind="audio", path=str(path), name=path.name, data=samples.astype(np.float32, copy=False), warning=warning,
+        original_seconds=seconds,
     )
 
 

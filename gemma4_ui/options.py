@@ -26,6 +26,8 @@ class ChatOptions:
     enabled_tools: list[str] = field(default_factory=list)
     max_tool_rounds: int = _DEFAULTS.max_tool_rounds
     tool_timeout: float = _DEFAULTS.tool_timeout  # set by the operator, not by the user
+    # Record each token's probability: set while the session's probability view is open.
+    token_probabilities: bool = False
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "ChatOptions":
@@ -66,4 +68,5 @@ def _image_budget(value, default: int) -> int:
 
 
 # What the user sets, in the order the UI shows them and the API takes them.
-USER_OPTIONS: tuple[str, ...] = tuple(f.name for f in fields(ChatOptions) if f.name != "tool_timeout")
+USER_OPTIONS: tuple[str, ...] = tuple(f.name for f in fields(ChatOptions)
+                                      if f.name not in ("tool_timeout", "token_probabilities"))

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from . import transcript
+from . import token_probabilities, transcript
 from .chat import Snapshot, TurnRunner
 from .config import Settings
 from .conversation import AssistantTurn, Conversation, UserTurn
@@ -198,6 +198,7 @@ class UserSession:
         # inspector shows meanwhile, since the session's conversation is only updated as the
         # reply streams. (owner ticket, conversation); the owner is None while still staged.
         self.in_flight: tuple[TurnTicket | None, Conversation] | None = None
+        self.probabilities_shown = False  # the token-probability view is open: replies record them
 
     def __deepcopy__(self, memo) -> "UserSession":
         return UserSession(self._shared_tools)
@@ -344,6 +345,15 @@ class SharedChatHandlers:
         resumed = runner.answer_client_tool(conversation, None, cancelled=True)
         yield from self._stream(resumed, options, session, on_fail=None)
 
+    def show_probabilities(self, shown: bool, conversation: Conversation, session: UserSession) -> str:
+        """The token-probability view opened or closed: replies record them only while it is
+        open. Returns the view of the last reply."""
+        session.probabilities_shown = shown
+        return self.probabilities_html(conversation)
+
+    def probabilities_html(self, conversation: Conversation) -> str:
+        return token_probabilities.last_reply_html(conversation, self.engine.token_probabilities_note)
+
     def stop(self, session: UserSession) -> None:
         """The /stop endpoint: stop this user's turn, running or still queued."""
         session.turns.stop()
@@ -366,6 +376,7 @@ class SharedChatHandlers:
         was and the draft returns to the composer. A turn the user replaced with a new
         conversation yields nothing more."""
         ticket = session.turns.begin(_submitted_at())
+        options.token_probabilities = session.probabilities_shown
         try:
             if session.turns.superseded(ticket):
                 yield gr.skip(), gr.skip(), gr.skip()
@@ -409,28 +420,30 @@ class SharedChatHandlers:
         client-tool box if a call waits, and bring the inspector and last-reply panels up to
         date. While another turn of this user is on its way (a message sent after a New
         conversation), the composer and Stop stay as that turn set them.
-        Returns (composer, Stop, tool row, tool answer, stats, raw, parsed, *inspector)."""
+        Returns (composer, Stop, tool row, tool answer, stats, raw, parsed, probabilities, *inspector)."""
         pending = self.pending_client_call(conversation)
         stats, raw, parsed = transcript.last_reply(conversation)
         inspector = self.refresh_inspector(restore_value or composer_value, conversation, session, show_ids, options)
         if not session.turns.settled:
             return (gr.skip(), gr.skip(), gr.update(visible=pending is not None), gr.skip(), stats, raw, parsed,
-                    *inspector)
+                    self.probabilities_html(conversation), *inspector)
         composer = gr.update(interactive=True, value=restore_value) if restore_value else gr.update(interactive=True)
         return (composer, gr.update(interactive=False), gr.update(visible=pending is not None), gr.update(value=""),
-                stats, raw, parsed, *inspector)
+                stats, raw, parsed, self.probabilities_html(conversation), *inspector)
 
     def refresh_inspector(self, value, conversation: Conversation, session: UserSession, show_ids: bool,
                           options: ChatOptions) -> tuple:
-        """The inspector's components: counts, layers 1-3, and a note when the draft is refused."""
+        """The inspector's components: counts, layers 1-3, a note when the draft is refused, the
+        soft-token maps and layer 3 in colour."""
         view = self.inspect(value, conversation, session, show_ids, options)
         note = gr.update(value=f"⚠️ {view.warning}", visible=True) if view.warning else gr.update(visible=False)
-        return view.counts, view.messages, view.template, view.template_raw, view.expanded, note
+        return (view.counts, view.messages, view.template, view.template_raw, view.expanded, note, view.maps,
+                view.expanded_colour)
 
     def inspect(self, value, conversation: Conversation, session: UserSession, show_ids: bool,
                 options: ChatOptions) -> "InspectorView":
         """Layers and counts for the conversation plus the draft, before it is sent."""
-        from . import inspector
+        from . import expanded_view, inspector, soft_token_map
 
         processor = self.engine.processor
         if processor is None:
@@ -449,7 +462,8 @@ class SharedChatHandlers:
                 warning = str(err)
         spec = build_spec(preview, options, session.tools(), self.engine.audio_first)
         if not spec.messages:
-            return InspectorView(EMPTY_INSPECTOR, inspector.messages_layer(spec, []), [], "", "", warning)
+            return InspectorView(EMPTY_INSPECTOR, inspector.messages_layer(spec, []), [], "", "", warning,
+                                 maps=soft_token_map.NO_MEDIA)
         raw = template_text(processor, spec)
         inputs = model_inputs(self._counting_processor(processor), spec)
         media = preview.media()
@@ -462,6 +476,8 @@ class SharedChatHandlers:
             template_raw=raw,
             expanded=inspector.expanded_layer(processor, inputs, show_ids),
             warning=warning,
+            maps=soft_token_map.maps_html(processor, media, counts, options.image_budget, _newest_media(preview)),
+            expanded_colour=expanded_view.expanded_html(processor, inputs),
         )
 
     def _counting_processor(self, processor):
@@ -618,3 +634,13 @@ class InspectorView:
     template_raw: str
     expanded: str
     warning: str = ""
+    maps: str = ""  # HTML: the soft-token pictures
+    expanded_colour: str = ""  # HTML: layer 3 coloured by token kind
+
+
+def _newest_media(conversation: Conversation) -> list[MediaItem]:
+    """The media of the draft, or else of the latest message that has any."""
+    for turn in reversed(conversation.turns):
+        if isinstance(turn, UserTurn) and turn.media:
+            return list(turn.media)
+    return []

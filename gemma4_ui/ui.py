@@ -3,11 +3,13 @@ that connects them to `SharedChatHandlers`.
 
 Building the UI loads no model and touches no GPU: the engine is passed in (loaded or not).
 Stable elem_ids for browser tests: chatbot, composer, stop, thinking, system-prompt,
-model-status, token-counts, template-messages, template-raw, template-expanded, new-chat.
+model-status, token-counts, template-messages, template-raw, template-expanded, new-chat,
+soft-token-map, template-expanded-colour, token-probabilities.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,10 +18,13 @@ from typing import Any
 import gradio as gr
 
 from .config import EXAMPLES_DIR, IMAGE_BUDGETS, Settings
+from . import token_probabilities
 from .conversation import Conversation
+from .expanded_view import CSS as EXPANDED_VIEW_CSS
 from .inspector import HIGHLIGHT_COLORS
 from .options import USER_OPTIONS, ChatOptions
 from .session import SharedChatHandlers, tool_choices, tools_markdown
+from .soft_token_map import CSS as SOFT_TOKEN_MAP_CSS
 from .tools import ToolRegistry
 
 CSS = """
@@ -29,13 +34,14 @@ CSS = """
 .ctx-meter > div { height: 100%; background: var(--color-accent); }
 .ctx-label { font-size: 0.85em; margin: 4px 0 8px; }
 .token-counts table { width: 100%; font-size: 0.9em; }
+#chatbot .reply-stats { font-size: 0.75em; opacity: 0.65; margin-top: 4px; font-variant-numeric: tabular-nums; }
 #template-raw .textfield { font-family: var(--font-mono); white-space: pre-wrap; font-size: 0.85em; }
 #template-expanded textarea, #raw-output textarea { font-family: var(--font-mono); font-size: 0.85em; }
 @media (max-width: 640px) {
   #chatbot { height: 60vh !important; }
   #title h2 { font-size: 1.2em; }
 }
-"""
+""" + SOFT_TOKEN_MAP_CSS + token_probabilities.CSS + EXPANDED_VIEW_CSS
 
 def _examples() -> tuple[list[list], list[str]]:
     """One example per capability, with the media shipped in assets/examples/: rows of
@@ -89,17 +95,21 @@ class ChatColumn:
     tool_cancel: gr.Button
     stop: gr.Button
     new_chat: gr.Button
+    probabilities_view: gr.Accordion
+    probabilities: gr.HTML
 
 
 @dataclass
 class InspectorTab:
     counts: gr.HTML
     note: gr.Markdown
+    soft_tokens: gr.HTML
     messages: gr.Code
     template: gr.HighlightedText
     template_text: gr.Code
     show_ids: gr.Checkbox
     expanded: gr.Textbox
+    expanded_colour: gr.HTML
     reply_stats: gr.JSON
     raw_output: gr.Textbox
     parsed_output: gr.JSON
@@ -110,7 +120,8 @@ class InspectorTab:
     @property
     def layers(self) -> list:
         """What `SharedChatHandlers.refresh_inspector` returns, in its order."""
-        return [self.counts, self.messages, self.template, self.template_text, self.expanded, self.note]
+        return [self.counts, self.messages, self.template, self.template_text, self.expanded, self.note,
+                self.soft_tokens, self.expanded_colour]
 
 
 @dataclass
@@ -155,12 +166,18 @@ def _chat_column() -> ChatColumn:
     with gr.Row():
         stop = gr.Button("⏹ Stop", elem_id="stop", variant="stop", size="sm", interactive=False)
         new_chat = gr.Button("🆕 New conversation", elem_id="new-chat", size="sm")
-    return ChatColumn(chatbot, composer, staged, tool_row, tool_answer, tool_submit, tool_cancel, stop, new_chat)
+    with gr.Accordion("🎯 Token probabilities of the last reply", open=False,
+                      elem_id="token-probabilities-view") as probabilities_view:
+        probabilities = gr.HTML(elem_id="token-probabilities")
+    return ChatColumn(chatbot, composer, staged, tool_row, tool_answer, tool_submit, tool_cancel, stop, new_chat,
+                      probabilities_view, probabilities)
 
 
 def _inspector_tab() -> InspectorTab:
     counts = gr.HTML(elem_id="token-counts")
     note = gr.Markdown(visible=False, elem_id="inspector-note")
+    with gr.Accordion("What the model sees: the soft tokens", open=True):
+        soft_tokens = gr.HTML(elem_id="soft-token-map")
     with gr.Tabs():
         with gr.Tab("Messages"):
             messages = gr.Code(language="json", elem_id="template-messages",
@@ -173,11 +190,13 @@ def _inspector_tab() -> InspectorTab:
             with gr.Accordion("Plain text (copy)", open=False):
                 template_text = gr.Code(language=None, show_label=False, interactive=False, elem_id="template-text")
         with gr.Tab("Expanded"):
-            show_ids = gr.Checkbox(label="Show token ids", value=False)
-            expanded = gr.Textbox(
-                elem_id="template-expanded", lines=14, max_lines=30, buttons=["copy"],
-                label="Layer 3: the processor's input_ids, soft-token runs collapsed",
-            )
+            expanded_colour = gr.HTML(elem_id="template-expanded-colour")
+            with gr.Accordion("Plain text (copy)", open=False):
+                show_ids = gr.Checkbox(label="Show token ids", value=False)
+                expanded = gr.Textbox(
+                    elem_id="template-expanded", lines=14, max_lines=30, buttons=["copy"],
+                    label="Layer 3: the processor's input_ids, soft-token runs collapsed",
+                )
         with gr.Tab("Last reply"):
             reply_stats = gr.JSON(label="Reply stats", elem_id="reply-stats")
             raw_output = gr.Textbox(label="Raw output (special tokens kept)", lines=6, elem_id="raw-output",
@@ -187,8 +206,8 @@ def _inspector_tab() -> InspectorTab:
             export = gr.Button("⬇ Export conversation and template", size="sm", elem_id="export")
             exported = gr.File(label="Files", file_count="multiple", interactive=False, elem_id="exported")
             upload_chat = gr.File(label="Load a conversation (JSON)", file_types=[".json"], elem_id="upload-chat")
-    return InspectorTab(counts, note, messages, template, template_text, show_ids, expanded, reply_stats,
-                        raw_output, parsed_output, export, exported, upload_chat)
+    return InspectorTab(counts, note, soft_tokens, messages, template, template_text, show_ids, expanded,
+                        expanded_colour, reply_stats, raw_output, parsed_output, export, exported, upload_chat)
 
 
 def _settings_tab(defaults: ChatOptions, settings: Settings) -> dict:
@@ -304,7 +323,7 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
                                                               ("show_ids", empty)])
     after = dict(fn=after_turn, inputs=[conversation, restore, chat.composer, session, inspector.show_ids, *options],
                  outputs=[chat.composer, chat.stop, chat.tool_row, chat.tool_answer, inspector.reply_stats,
-                          inspector.raw_output, inspector.parsed_output, *inspector.layers],
+                          inspector.raw_output, inspector.parsed_output, chat.probabilities, *inspector.layers],
                  show_progress="hidden", **private)
 
     def running():
@@ -317,6 +336,11 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
         respond, [chat.staged, conversation, session, *options], chat_outputs, api_name="chat",
         show_progress="minimal", **gpu,
     ).then(**after)
+
+    # 1b. Token probabilities are recorded only while their view is open (closed, they cost nothing).
+    for event, shown in ((chat.probabilities_view.expand, True), (chat.probabilities_view.collapse, False)):
+        event(functools.partial(handlers.show_probabilities, shown), [conversation, session], chat.probabilities,
+              queue=False, **private)
 
     # 2. Stop: the running or queued turn stops (the reply it has so far stays).
     chat.stop.click(handlers.stop, [session], None, queue=False, api_name="stop")

@@ -25,7 +25,9 @@ def replay_server(processor):
 
 
 def text_of(message) -> str:
-    return "".join(part.get("text", "") for part in message["content"])
+    """The message's text without the stats line under an answer."""
+    text = "".join(part.get("text", "") for part in message["content"])
+    return text.split("\n\n<div class='reply-stats'>")[0]
 
 
 def test_declare_call_answer_resume(replay_server):

@@ -81,3 +81,18 @@ def test_failed_calls_say_so_in_their_title():
 def test_media_show_as_files_before_the_text():
     chat = render(Conversation([UserTurn("Look", media("shapes.png"))]))
     assert chat[0]["content"]["path"].endswith("shapes.png") and chat[1]["content"] == "Look"
+
+
+def test_a_settled_answer_has_its_stats_line_under_it():
+    from gemma4_ui.events import ReplyStats
+
+    calling = ReplyStats(prompt_tokens=40, generated_tokens=12, time_to_first_token=0.25, duration=1.0)
+    answering = ReplyStats(prompt_tokens=70, generated_tokens=21, time_to_first_token=0.1, duration=2.1)
+    round_ = ToolRound([ToolCall("calculator", {"expression": "1"})], [], stats=calling)
+    chat = render(Conversation([UserTurn("?"), AssistantTurn(rounds=[round_], content="Done.", stats=answering)]))
+    answer = chat[-1]["content"]
+    assert answer.startswith("Done.\n\n<div class='reply-stats'>")
+    assert "0.25 s to first token" in answer and "10.0 tokens/s" in answer
+    assert "70 tokens in, 33 out" in answer and "2 rounds" in answer
+    # While it streams, and without stats, the answer is the text alone.
+    assert render(Conversation([UserTurn("hi"), AssistantTurn(content="Hi")]))[-1]["content"] == "Hi"

@@ -61,8 +61,12 @@ def assert_consistent(processor, inputs, counts):
     assert counts.image_tokens == expected["image"] == expected["types"][1]
     assert counts.video_tokens == expected["video"] == expected["types"][2]
     assert counts.audio_tokens == expected["audio"] == expected["types"][3]
-    assert counts.control == expected["control"]
-    assert counts.text + counts.control + counts.image_tokens + counts.audio_tokens + counts.video_tokens == counts.total
+    # Each video frame's <|image> … <image|> pair counts on the video's row, not as control tokens.
+    frames = sum(int(n) for n in inputs.get("num_frames_per_video", []))
+    assert counts.control == expected["control"] - 2 * frames
+    markers = sum(v.markers for v in counts.videos)
+    assert (counts.text + counts.control + counts.image_tokens + counts.audio_tokens + counts.video_tokens + markers
+            == counts.total)
 
 
 def test_text_only(processor):
@@ -116,6 +120,16 @@ def test_video(processor):
     assert video.soft_tokens == video.frames * video.tokens_per_frame
     expanded = inspector.expanded_layer(processor, inputs)
     assert "00:00 <|image>[<|video|> × " in expanded
+    # The video's row holds its timestamps and frame markers: exactly the tokens the processor
+    # wrote for it, one `mm:ss` per frame, from 00:00 to the last sampled frame's time.
+    tokenizer = processor.tokenizer
+    frame = f"{tokenizer.boi_token}{'<|video|>' * video.tokens_per_frame}{tokenizer.eoi_token}"
+    written = " ".join(f"{stamp} {frame}" for stamp in video.timestamps)
+    assert written in tokenizer.decode(inputs["input_ids"][0], skip_special_tokens=False)
+    assert len(tokenizer(written, add_special_tokens=False)["input_ids"]) == video.tokens
+    last = item.video_metadata.frames_indices[-1] / item.video_metadata.fps
+    assert video.timestamps[0] == "00:00" and video.timestamps[-1] == f"{int(last // 60):02d}:{int(last % 60):02d}"
+    assert video.timestamps == sorted(video.timestamps) and len(video.timestamps) == video.frames
 
 
 def test_highlighted_template_equals_the_raw_text(processor, tmp_path):
@@ -168,3 +182,21 @@ def test_the_inspectors_cached_counting_equals_the_real_processor(processor, tmp
         assert cached["input_ids"].tolist() == real["input_ids"].tolist()
         assert cached["mm_token_type_ids"].tolist() == real["mm_token_type_ids"].tolist()
         assert list(cached["num_frames_per_video"]) == list(real["num_frames_per_video"])
+
+
+def test_expanded_view_colours_every_token_by_kind(processor, tmp_path):
+    import re
+
+    from gemma4_ui import expanded_view
+
+    media = [make_image(tmp_path / "i.png", (640, 480)), make_audio(tmp_path / "a.wav", 0.2)]
+    inputs, counts, _ = counts_for(processor, media, text="Look <b>here</b>")
+    view = expanded_view.expanded_html(processor, inputs)
+    image_id = processor.tokenizer.convert_tokens_to_ids("<|image|>")
+    # The image's run is folded into one line; the short audio run (5 tokens) is not.
+    assert re.search(rf"<details class='xv-run xv-image'><summary title='id {image_id} [^']*'>"
+                     rf"&lt;\|image\|&gt; × 266</summary>", view)
+    assert view.count("class='xv xv-audio' title=") == counts.audio_tokens
+    assert view.count("class='xv xv-control' title=") == counts.control and "<b>" not in view
+    shown = sum(1 for _ in re.finditer(r"class='xv xv-(text|control|audio)' title='id \d+", view))
+    assert shown + counts.image_tokens == counts.total

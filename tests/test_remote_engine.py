@@ -15,6 +15,7 @@ Tests marked `needs_trained_model` hold for the trained bundled model, not for r
 from __future__ import annotations
 
 import importlib.util
+import math
 import json
 import socket
 import threading
@@ -295,6 +296,31 @@ def assembler(processor):
     return lambda: ReplyAssembler(ReplyParser(processor.tokenizer, ""), started=time.perf_counter())
 
 
+def test_logprobs_become_token_probabilities(assembler):
+    """vLLM and SGLang send each token's logprob and top alternatives with its chunk."""
+    def with_logprobs(delta, tokens, finish_reason=None):
+        chunk = _chunk(delta, finish_reason).model_dump()
+        chunk["choices"][0]["logprobs"] = {"content": [
+            {"token": token, "logprob": math.log(p), "bytes": None,
+             "top_logprobs": [{"token": token, "logprob": math.log(p), "bytes": None},
+                              {"token": "x", "logprob": math.log(1 - p), "bytes": None}]}
+            for token, p in tokens]}
+        return ChatCompletionChunk.model_validate(chunk)
+
+    reply = assembler()
+    for chunk in [with_logprobs({"reasoning_content": "Hm"}, [("Hm", 0.5)]),
+                  with_logprobs({"content": "Hi there"}, [("Hi", 0.9), (" there", 0.75)], "stop")]:
+        reply.feed(chunk)
+    _, done = reply.finish(cancelled=False)
+    tokens = done.token_probabilities
+    assert [(t.text, t.kind) for t in tokens] == [("Hm", "thought"), ("Hi", "answer"), (" there", "answer")]
+    assert [t.probability for t in tokens] == pytest.approx([0.5, 0.9, 0.75])
+    assert tokens[1].alternatives == [("Hi", pytest.approx(0.9)), ("x", pytest.approx(0.1))]
+    request = GenerationRequest(PromptSpec([{"role": "user", "content": "Hi"}]), token_probabilities=True)
+    assert request_body(request, "m", [])["logprobs"] is True and request_body(request, "m", [])["top_logprobs"] == 5
+    assert "logprobs" not in request_body(request, "m", [], {"logprobs", "top_logprobs"})
+
+
 def test_streamed_call_pieces_assemble_into_calls(assembler):
     """vLLM streams a call's arguments in pieces; a call is complete when the next one starts."""
     reply = assembler()
@@ -353,6 +379,8 @@ def test_load_learns_the_model_and_what_the_server_refuses(engine, server_port):
     assert engine.status.device == f"http://127.0.0.1:{server_port}/v1"
     assert engine.refused == {"top_k"}, "transformers serve answers 422 to top_k"
     assert "top_k" in engine.status.notice
+    # It takes `logprobs` and `top_logprobs` but ignores them (no logprobs in its chunks): the view says so.
+    assert "refuses or ignores the OpenAI API's `logprobs`" in engine.token_probabilities_note
     assert engine.processor is not None and engine.context_length == 131072
     assert engine.modalities == {"text", "image", "audio", "video"}
 

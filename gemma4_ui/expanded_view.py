@@ -1,0 +1,67 @@
+"""Layer 3 in colour: the processor's `input_ids`, each token coloured by its kind (text,
+control, image, audio or video soft token) with its id on hover, and every long soft-token
+run folded into one line that opens to show its tokens.
+
+Kinds come from the processor's output: `mm_token_type_ids` for soft tokens, the tokenizer's
+special ids for control tokens. Built from numbers and escaped text only.
+"""
+
+from __future__ import annotations
+
+import html
+
+from .inspector import AUDIO, IMAGE, TEXT, VIDEO
+
+SOFT_KINDS = {IMAGE: "image", VIDEO: "video", AUDIO: "audio"}
+FOLD_RUNS_LONGER_THAN = 8
+
+
+def _runs(ids: list[int], types: list[int]):
+    """(start, end, id, type) of each stretch of one repeated soft token, else one token."""
+    start = 0
+    while start < len(ids):
+        end = start + 1
+        if types[start] in SOFT_KINDS:
+            while end < len(ids) and ids[end] == ids[start] and types[end] == types[start]:
+                end += 1
+        yield start, end, ids[start], types[start]
+        start = end
+
+
+def expanded_html(processor, inputs) -> str:
+    tokenizer = processor.tokenizer
+    ids = inputs["input_ids"][0].tolist()
+    types = inputs["mm_token_type_ids"][0].tolist() if "mm_token_type_ids" in inputs else [TEXT] * len(ids)
+    special = set(tokenizer.all_special_ids)
+    pieces = {i: html.escape(tokenizer.decode([i], skip_special_tokens=False)) for i in set(ids)}
+    out = []
+    for start, end, token, kind in _runs(ids, types):
+        name = SOFT_KINDS.get(kind) or ("control" if token in special else "text")
+        count = end - start
+        if count > FOLD_RUNS_LONGER_THAN:
+            out.append(f"<details class='xv-run xv-{name}'><summary title='id {token} · positions {start}–{end - 1}'>"
+                       f"{pieces[token]} × {count:,}</summary>{pieces[token] * count}</details>")
+        else:
+            out.extend(f"<span class='xv xv-{name}' title='id {token} · {name} · position {n}'>{pieces[token]}</span>"
+                       for n in range(start, end))
+    legend = "".join(f"<span class='xv xv-{name}'>{name}</span> "
+                     for name in ("text", "control", "image", "audio", "video"))
+    return f"<div class='expanded-view'><div class='xv-legend'>{legend}</div><div class='xv-tokens'>{''.join(out)}</div></div>"
+
+
+CSS = """
+.xv-tokens { font-family: var(--font-mono); font-size: 0.85em; white-space: pre-wrap; word-break: break-all;
+  max-height: 480px; overflow-y: auto; line-height: 1.7; }
+.xv { border-radius: 2px; box-shadow: inset 0 0 0 1px rgba(127,127,127,0.25); }
+.xv-text { background: transparent; }
+.xv-control { background: rgba(59,130,246,0.22); }
+.xv-image { background: rgba(239,68,68,0.22); }
+.xv-audio { background: rgba(16,185,129,0.25); }
+.xv-video { background: rgba(245,158,11,0.28); }
+.xv-run { display: inline; }
+.xv-run > summary { display: inline; cursor: pointer; border-radius: 2px; padding: 0 2px; list-style: none; }
+.xv-run.xv-image > summary, .xv-run.xv-image { background: rgba(239,68,68,0.22); }
+.xv-run.xv-audio > summary, .xv-run.xv-audio { background: rgba(16,185,129,0.25); }
+.xv-run.xv-video > summary, .xv-run.xv-video { background: rgba(245,158,11,0.28); }
+.xv-legend .xv { padding: 0 4px; font-size: 0.8em; }
+"""

@@ -1,0 +1,133 @@
+"""The soft-token maps and the token-probability view in Chromium, at desktop and phone width."""
+
+from __future__ import annotations
+
+import re
+
+from conftest import ARTIFACTS, ROOT, screenshot
+from gemma4_ui.soft_token_map import image_grid
+from test_browser import attach, image_tokens, no_horizontal_scroll, open_app
+
+EXAMPLES = ROOT / "assets" / "examples"
+
+
+def element_screenshot(page, selector: str, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.locator(selector).screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+def drawn_counts(page) -> list[int]:
+    return page.eval_on_selector_all("#soft-token-map figure[data-soft-tokens]",
+                                     "els => els.map(e => Number(e.dataset.softTokens))")
+
+
+def wait_for_drawn(page, count: int) -> None:
+    page.wait_for_function(
+        "n => [...document.querySelectorAll('#soft-token-map figure[data-soft-tokens]')]"
+        ".some(e => Number(e.dataset.softTokens) === n)", arg=count, timeout=30_000)
+
+
+def test_image_map_before_sending_and_after_a_budget_change(app_server, page, processor):
+    open_app(page, app_server.url)
+    attach(page, EXAMPLES / "shapes.png")
+    expected = image_grid(processor, 640, 480, 280)
+    wait_for_drawn(page, expected.soft_tokens)
+    assert drawn_counts(page) == [expected.soft_tokens] == [image_tokens(page)]
+    cells = page.locator("#soft-token-map .stm-cells rect")
+    assert cells.count() == expected.soft_tokens
+    box = page.locator("#soft-token-map svg.stm-image").bounding_box()
+    assert box["width"] > 200 and box["height"] > 100
+    screenshot(page, "soft-token-map-280")
+
+    page.get_by_role("tab", name="Settings").click()
+    page.click("#image-budget [data-testid='70-radio-label']")
+    page.get_by_role("tab", name="Inspector").click()
+    small = image_grid(processor, 640, 480, 70)
+    wait_for_drawn(page, small.soft_tokens)
+    page.wait_for_function(f"() => /Image soft tokens\\s+{small.soft_tokens}\\b/"
+                           ".test(document.querySelector('#token-counts').innerText)", timeout=30_000)
+    assert drawn_counts(page) == [small.soft_tokens] == [image_tokens(page)]
+    assert page.locator("#soft-token-map .stm-cells rect").count() == small.soft_tokens
+    element_screenshot(page, "#soft-token-map", "soft-token-map-70")
+
+
+def test_audio_map_and_video_strip(app_server, page):
+    open_app(page, app_server.url)
+    attach(page, EXAMPLES / "speech.wav", EXAMPLES / "bouncing_ball.mp4")
+    page.wait_for_selector("#soft-token-map figure[data-kind=audio]", timeout=60_000)
+    page.wait_for_selector("#soft-token-map figure[data-kind=video]", timeout=60_000)
+    counts = page.inner_text("#token-counts")
+    audio = int(re.search(r"Audio soft tokens\s+([\d,]+)", counts).group(1).replace(",", ""))
+    video = int(re.search(r"Video soft tokens\s+([\d,]+)", counts).group(1).replace(",", ""))
+    assert drawn_counts(page) == [audio, video]  # in the order attached
+    stamps = page.eval_on_selector_all("#soft-token-map .stm-frame-thumb figcaption b", "els => els.map(e => e.textContent)")
+    assert stamps and stamps[0] == "00:00" and all(re.fullmatch(r"\d\d:\d\d", s) for s in stamps)
+    assert page.locator("#soft-token-map .stm-frame-thumb img").count() == len(stamps)
+    element_screenshot(page, "#soft-token-map", "audio-map-and-video-strip")
+
+    # Layer 3 in colour: each frame's soft tokens folded into one line that opens on a click.
+    page.get_by_role("tab", name="Expanded").click()
+    runs = page.locator("#template-expanded-colour details.xv-run.xv-video")
+    runs.first.wait_for(timeout=30_000)
+    assert runs.count() == len(stamps)
+    assert page.locator("#template-expanded-colour details.xv-run.xv-audio").count() == 1
+    runs.first.locator("summary").click()
+    assert runs.first.evaluate("e => e.open")
+    element_screenshot(page, "#template-expanded-colour", "expanded-in-colour")
+
+
+def short_replies(page, tokens: int = 12) -> None:
+    """Random weights rarely stop by themselves: cap the reply (on a busy CPU each token counts)."""
+    page.get_by_role("tab", name="Settings").click()
+    page.fill("#max-new-tokens input[type=number]", str(tokens))
+    page.keyboard.press("Tab")
+    page.get_by_role("tab", name="Inspector").click()
+
+
+def send_with_probabilities(page, text: str) -> None:
+    short_replies(page)
+    page.click("#token-probabilities-view button")  # open the view before sending
+    page.wait_for_function("() => document.querySelector('#token-probabilities').innerText.includes('No reply yet')",
+                           timeout=10_000)
+    page.fill("#composer textarea", text)
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#token-probabilities .tp", timeout=120_000)
+
+
+def test_token_probabilities_of_the_last_reply(app_server, page):
+    open_app(page, app_server.url)
+    send_with_probabilities(page, "Say something.")
+    tokens = page.locator("#token-probabilities .tp")
+    out = int(re.search(r"([\d,]+) out", page.inner_text("#chatbot .reply-stats")).group(1))
+    assert tokens.count() == out, "every generated token is shown"
+    probabilities = page.eval_on_selector_all("#token-probabilities .tp", "els => els.map(e => Number(e.dataset.p))")
+    assert all(0 < p <= 1 for p in probabilities)
+    assert page.locator("#token-probabilities .tp-alt").first.is_hidden()
+    tokens.first.hover()
+    alternatives = page.locator("#token-probabilities .tp").first.locator(".tp-alt")
+    assert alternatives.is_visible() and alternatives.locator("tr").count() == 5
+    screenshot(page, "token-probabilities")
+
+
+def test_phone_width(app_server, browser):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True,
+                                  has_touch=True)
+    page = context.new_page()
+    try:
+        open_app(page, app_server.url)
+        attach(page, EXAMPLES / "street.jpg")
+        page.wait_for_selector("#soft-token-map figure[data-kind=image]", timeout=60_000)
+        assert drawn_counts(page) == [image_tokens(page)]
+        box = page.locator("#soft-token-map svg.stm-image").bounding_box()
+        assert 0 <= box["x"] and box["x"] + box["width"] <= 390
+        short_replies(page)
+        page.click("#token-probabilities-view button")
+        page.fill("#composer textarea", "Hello from a phone")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#token-probabilities .tp", timeout=120_000)
+        page.locator("#token-probabilities .tp").nth(1).tap()
+        assert page.locator("#token-probabilities .tp").nth(1).locator(".tp-alt").is_visible()
+        assert no_horizontal_scroll(page)
+        screenshot(page, "phone-what-the-model-sees")
+    finally:
+        context.close()
