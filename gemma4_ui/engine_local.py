@@ -3,6 +3,13 @@
 Inputs are prepared on the CPU; only `_generate_on_device` touches the accelerator. On a
 ZeroGPU Space it is wrapped with `@spaces.GPU` (a no-op elsewhere), so it must take
 picklable arguments and find the model in a module-level table.
+
+One cancel path, in this process or in ZeroGPU's: the consumer checks the user's cancel
+flag between batches and closes the generator; closing it cancels the streamer and the
+stopping criterion, which live with `generate` wherever it runs. (`spaces` runs the
+generator in a forked worker and forwards a close as its `stop_event`, which the worker
+turns into `close()` on the generator there; a flag set in this process would never reach
+the fork.)
 """
 
 from __future__ import annotations
@@ -31,8 +38,10 @@ log = logging.getLogger(__name__)
 # Loaded models by key. A ZeroGPU worker is a fork of the main process and finds them here.
 _MODELS: dict[str, object] = {}
 _ENGINE_NUMBERS = itertools.count()
-# Cancel flags by request id; set from the UI thread, read by generate's stopping criteria.
-_CANCELS: dict[str, threading.Event] = {}
+
+
+class GenerationCancelled(Exception):
+    """Raised inside `generate` by a cancelled streamer: generation ends at the next token."""
 
 
 class TokenStream:
@@ -54,6 +63,7 @@ class TokenStream:
         self._decoder = self._new_decoder()
         self._held: list[int] = []  # ids the decoder holds back: an unfinished character
         self._queue: queue.Queue = queue.Queue()
+        self.cancelled = threading.Event()
         self._prompt_seen = False
         self.accepted = 0  # draft tokens the target kept
 
@@ -77,8 +87,14 @@ class TokenStream:
         self._held = []
         return text
 
+    def cancel(self) -> None:
+        """From any thread: `generate` stops at its next token (as transformers' serving streamer)."""
+        self.cancelled.set()
+
     # -- called by generate ---------------------------------------------------------------
     def put(self, value) -> None:
+        if self.cancelled.is_set():
+            raise GenerationCancelled()
         if not self._prompt_seen:  # generate first puts the prompt
             self._prompt_seen = True
             return
@@ -110,23 +126,21 @@ class TokenStream:
                 return
 
 
-def _stopping_criteria(cancel_id: str):
+def _stopping_criteria(cancelled: threading.Event):
     from transformers import StoppingCriteria, StoppingCriteriaList
 
     class Cancelled(StoppingCriteria):
         def __call__(self, input_ids, scores, **kwargs):
-            flag = _CANCELS.get(cancel_id)
-            return bool(flag is not None and flag.is_set())
+            return cancelled.is_set()
 
     return StoppingCriteriaList([Cancelled()])
 
 
 @on_gpu(duration=gpu_duration)
-def _generate_on_device(model_key: str, inputs, generation: dict, cancel_id: str,
-                        record_probabilities: bool = False) -> Iterator:
+def _generate_on_device(model_key: str, inputs, generation: dict, record_probabilities: bool = False) -> Iterator:
     """Run generate in a thread and yield batches of (token_id, text), then, when a drafter
     runs, one `DraftCounts`, and when asked, the `RecordedSteps` of every token's probability.
-    Joins the thread before returning, also when the consumer goes away (Stop)."""
+    Closing the generator cancels generation (in whichever process it runs) and joins the thread."""
     model, tokenizer, drafter = _MODELS[model_key]
     # Pixels and waveforms in the model's dtype (bfloat16 on a GPU); ids stay integers.
     inputs = inputs.to(model.device, dtype=model.dtype)
@@ -135,7 +149,7 @@ def _generate_on_device(model_key: str, inputs, generation: dict, cancel_id: str
         generation = {**generation, "assistant_model": drafter.model}
     errors: list[BaseException] = []
     counts = DraftCounts()
-    criteria = _stopping_criteria(cancel_id)
+    criteria = _stopping_criteria(streamer.cancelled)
     if record_probabilities:
         probabilities = token_probabilities.recorder()
         criteria.append(probabilities)
@@ -146,6 +160,8 @@ def _generate_on_device(model_key: str, inputs, generation: dict, cancel_id: str
             drafter.start()
         try:
             model.generate(**inputs, **generation, streamer=streamer, stopping_criteria=criteria)
+        except GenerationCancelled:
+            streamer.end()
         except BaseException as err:  # noqa: BLE001 - reported to the consumer below
             errors.append(err)
             streamer.end()
@@ -155,15 +171,10 @@ def _generate_on_device(model_key: str, inputs, generation: dict, cancel_id: str
 
     worker = threading.Thread(target=run, name="gemma4-generate", daemon=True)
     worker.start()
-    finished = False
     try:
         yield from streamer.chunks(timeout=600)
-        finished = True
-    finally:
-        if not finished:  # the consumer left early: stop generate, don't leave it running
-            flag = _CANCELS.get(cancel_id)
-            if flag is not None:
-                flag.set()
+    finally:  # also when the consumer closes us early (Stop): stop generate, never leave it running
+        streamer.cancel()
         worker.join()
     if errors:
         raise errors[0]
@@ -242,14 +253,14 @@ class LocalEngine(Engine):
         # 2. Generate, parsing as tokens arrive.
         parser = ReplyParser(self.processor.tokenizer, prompt)
         stats = ReplyStats(prompt_tokens=prompt_tokens)
-        cancel_id = f"{id(cancel)}-{started}"
-        _CANCELS[cancel_id] = cancel
         last_token = None
         generated: list[int] = []
         recorded = None
-        batches = _generate_on_device(self._key, inputs, _sampling(request), cancel_id, request.token_probabilities)
+        batches = _generate_on_device(self._key, inputs, _sampling(request), request.token_probabilities)
         try:
             for batch in batches:
+                if cancel.is_set():
+                    break
                 if isinstance(batch, DraftCounts):
                     stats.drafted_tokens, stats.accepted_tokens = batch.drafted, batch.accepted
                     continue
@@ -269,8 +280,7 @@ class LocalEngine(Engine):
             yield EngineError(f"Generation failed: {type(err).__name__}: {err}")
             return
         finally:
-            batches.close()  # joins the worker thread, also when our consumer left early
-            _CANCELS.pop(cancel_id, None)
+            batches.close()  # stops generate and joins it, also when our own consumer left early
         # 3. Why it stopped.
         stats.duration = time.perf_counter() - started
         if cancel.is_set():

@@ -12,7 +12,6 @@ never rebuilt from what the Chatbot displays.
 from __future__ import annotations
 
 import json
-import logging
 import math
 import os
 import tempfile
@@ -40,7 +39,6 @@ from .options import ChatOptions
 from .prompt import build_spec, model_inputs, template_text
 from .tools import ToolRegistry, ToolSchemaError, default_registry
 
-log = logging.getLogger(__name__)
 
 EMPTY_INSPECTOR = ("<p class='inspector-empty'>Type a message or attach a file: what Gemma 4 will receive, "
                    "and what each part costs in tokens, shows here before you send.</p>")

@@ -1,10 +1,16 @@
 """An engine that replays recorded Gemma 4 outputs through the real chat template (the
 prompt is rendered for every round) and the real streaming parser. It stands in for the
-model's sampling only, so the tool loop can be tested on exact, known model outputs."""
+model's sampling only, so the tool loop can be tested on exact, known model outputs.
+
+`outputs` is a list (used in order) or a function of the rendered prompt (for several users
+at once); `seconds_per_chunk` paces the reply like a slow model, so that Stop and New
+conversation can be pressed in the middle of it."""
 
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable
 
 from gemma4_ui.engine import Engine, GenerationRequest, ModelStatus
 from gemma4_ui.events import ReplyStats
@@ -13,10 +19,12 @@ from gemma4_ui.prompt import model_inputs, template_text
 
 
 class ReplayEngine(Engine):
-    def __init__(self, processor, outputs: list[str], chunk: int = 3):
+    def __init__(self, processor, outputs: list[str] | Callable[[str], str], chunk: int = 3,
+                 seconds_per_chunk: float = 0.0):
         self.processor = processor
-        self.outputs = list(outputs)
+        self.outputs = outputs if callable(outputs) else list(outputs)
         self.chunk = chunk
+        self.seconds_per_chunk = seconds_per_chunk
         self.prompts: list[str] = []
         self.status = ModelStatus("replay", "replay", "bundled", context_length=131072)
 
@@ -27,13 +35,14 @@ class ReplayEngine(Engine):
         prompt = template_text(self.processor, request.spec)
         self.prompts.append(prompt)
         inputs = model_inputs(self.processor, request.spec)
-        output = self.outputs.pop(0)
+        output = self.outputs(prompt) if callable(self.outputs) else self.outputs.pop(0)
         parser = ReplyParser(self.processor.tokenizer, prompt)
         stats = ReplyStats(prompt_tokens=int(inputs["input_ids"].shape[-1]), time_to_first_token=0.0)
         for start in range(0, len(output), self.chunk):
             if cancel.is_set():
                 stats.stop_reason = "cancelled"
                 break
+            time.sleep(self.seconds_per_chunk)
             yield from parser.feed(output[start:start + self.chunk])
             stats.generated_tokens += 1
         if not stats.stop_reason:

@@ -85,7 +85,7 @@ def test_gpu_duration_reads_the_request(processor):
         [{"role": "user", "content": [{"type": "image", "image": Image.new("RGB", (64, 64))},
                                       {"type": "text", "text": "hi"}]}],
         tokenize=True, return_dict=True, return_tensors="pt", add_generation_prompt=True)
-    assert gpu.gpu_duration("k", inputs, {"max_new_tokens": 100}, "c") == gpu.estimate_gpu_seconds(100, images=1)
+    assert gpu.gpu_duration("k", inputs, {"max_new_tokens": 100}) == gpu.estimate_gpu_seconds(100, images=1)
 
 
 def test_off_zerogpu_the_decorated_path_is_the_plain_function(tiny_engine):
@@ -99,3 +99,71 @@ def test_off_zerogpu_the_decorated_path_is_the_plain_function(tiny_engine):
     events = list(tiny_engine.stream(GenerationRequest(PromptSpec([{"role": "user", "content": "Hi"}]),
                                                        max_new_tokens=5, temperature=0), threading.Event()))
     assert isinstance(events[-1], Done) and events[-1].stats.generated_tokens >= 1
+
+
+def test_stop_reaches_generate_in_a_forked_worker(tiny_engine):
+    """On ZeroGPU, `spaces` runs `_generate_on_device` in a forked worker process. The only
+    stop signal it carries there is its `stop_event`: set when our consumer closes the
+    generator, and answered in the worker by closing the generator too (`thread_wrapper` ->
+    `iterate` in spaces/zero/wrappers.py). This runs that protocol in a real fork: closing
+    the generator there must stop `generate` within a few tokens, without any cancel flag
+    of the parent's."""
+    import multiprocessing
+
+    from gemma4_ui import engine_local
+    from gemma4_ui.prompt import PromptSpec, model_inputs
+
+    inputs = model_inputs(tiny_engine.processor, PromptSpec([{"role": "user", "content": "Tell me a story."}]))
+    generation = {"max_new_tokens": 3000, "do_sample": True, "temperature": 1.0, "top_p": 1.0, "top_k": 0,
+                  "min_new_tokens": 3000}
+    fork = multiprocessing.get_context("fork")
+    stop_event, progress = fork.Event(), fork.Queue()
+
+    def worker() -> None:  # as spaces' iterate(): next(), then close on stop_event
+        import torch
+
+        torch.set_num_threads(1)
+        batches = engine_local._generate_on_device(tiny_engine._key, inputs, generation)
+        tokens = 0
+        for batch in batches:
+            tokens += len(batch)
+            progress.put(tokens)
+            if stop_event.is_set():
+                batches.close()
+                break
+        left = [t.name for t in threading.enumerate() if t.name == "gemma4-generate"]
+        progress.put(("closed", tokens, left))
+
+    process = fork.Process(target=worker, daemon=True)
+    process.start()
+    try:
+        first = progress.get(timeout=120)
+        assert isinstance(first, int)
+        stop_event.set()
+        while not isinstance(message := progress.get(timeout=60), tuple):
+            pass
+        _, tokens, generating = message
+        assert tokens < 3000 and generating == [], "generate stopped in the worker and its thread was joined"
+        process.join(timeout=30)
+        assert process.exitcode == 0
+    finally:
+        if process.is_alive():
+            process.kill()
+
+
+def test_the_consumer_stops_and_closes_the_stream_when_cancelled(tiny_engine):
+    """The cancel flag is checked by the consumer, which closes the generator on the device
+    side: the user's flag never needs to reach the process that generates."""
+    from gemma4_ui.engine import GenerationRequest
+    from gemma4_ui.events import Done
+    from gemma4_ui.prompt import PromptSpec
+
+    cancel = threading.Event()
+    request = GenerationRequest(PromptSpec([{"role": "user", "content": "Tell me a story."}]), max_new_tokens=3000)
+    events = []
+    for event in tiny_engine.stream(request, cancel):
+        events.append(event)
+        cancel.set()
+    assert isinstance(events[-1], Done) and events[-1].stats.stop_reason == "cancelled"
+    assert events[-1].stats.generated_tokens < 100
+    assert not any(t.name == "gemma4-generate" for t in threading.enumerate())

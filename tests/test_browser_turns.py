@@ -1,0 +1,101 @@
+"""Stop and the tool loop in Debian's Chromium, as a user clicks them. Stop runs on the bundled
+model (its random weights write long replies); the tool loop on recorded Gemma 4 outputs
+(replay.py), since random weights do not call tools."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import screenshot, start_app
+from replay import ReplayEngine
+from test_browser import open_app
+
+Q = '<|"|>'
+THOUGHT_AND_CALL = ("<|channel>thought\nThe user wants the weather in Ouagadougou; call the tool.<channel|>"
+                    f"<|tool_call>call:get_current_weather{{location:{Q}Ouagadougou{Q}}}<tool_call|><|tool_response>")
+ANSWER = "I have the weather.<channel|>It is sunny in Ouagadougou.<turn|>"
+
+
+def test_stop_a_long_reply_in_the_browser(app_server, page):
+    open_app(page, app_server.url)
+    page.fill("#composer textarea", "Write a long story.")
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => !document.querySelector('#stop').disabled", timeout=10_000)
+    page.wait_for_function("""() => { const bots = document.querySelectorAll('#chatbot [data-testid="bot"]');
+                                      return bots.length && bots[bots.length - 1].innerText.length > 80; }""",
+                           timeout=120_000)
+    page.click("#stop")
+    page.wait_for_function("() => document.querySelector('#chatbot').innerText.includes('Stopped')", timeout=30_000)
+    page.wait_for_function("() => document.querySelector('#stop').disabled", timeout=30_000)
+    page.wait_for_function("() => !document.querySelector('#composer textarea').disabled", timeout=30_000)
+    screenshot(page, "stopped")
+
+
+@pytest.fixture()
+def weather_server(processor):
+    engine = ReplayEngine(processor, [THOUGHT_AND_CALL, ANSWER], seconds_per_chunk=0.01)
+    server = start_app(engine)
+    yield server, engine
+    server.demo.close()
+
+
+def test_tool_loop_in_the_browser(weather_server, page):
+    server, engine = weather_server
+    open_app(page, server.url)
+    page.get_by_text("🛠️ Tool call").click()  # the example turns thinking and the weather tool on
+    page.wait_for_function("() => document.querySelector('#composer textarea').value.includes('Ouagadougou')")
+    page.click("#composer textarea")
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => document.querySelector('#chatbot').innerText.includes('Thinking · 🛠️')",
+                           timeout=60_000)
+    page.wait_for_function("() => document.querySelector('#chatbot').innerText.includes('sunny in Ouagadougou')",
+                           timeout=60_000)
+    page.wait_for_function("() => !document.querySelector('#composer textarea').disabled", timeout=60_000)
+    page.locator("#chatbot .thought-group > .title").first.click()
+    page.wait_for_function("() => document.querySelector('#chatbot').innerText.includes('get_current_weather')")
+    shown = page.inner_text("#chatbot")
+    assert '"location": "Ouagadougou"' in shown
+    assert 'response:get_current_weather{' in engine.prompts[1], "the result went back to the model"
+    screenshot(page, "tool-loop")
+
+
+def test_undo_and_streaming_keep_the_inspector_and_the_tool_row_current(processor, page, tmp_path):
+    """Undo of a message whose tool call waits hides the tool row and shows the draft in the
+    inspector; while a reply streams, the inspector shows the prompt being answered."""
+    from gemma4_ui import transcript
+    from gemma4_ui.conversation import AssistantTurn, Conversation, ToolRound, UserTurn
+    from gemma4_ui.events import ToolCall, ToolResult
+    from gemma4_ui.options import ChatOptions
+
+    call = ToolCall("lookup_order", {"order_id": 7}, id="call_0")
+    waiting = Conversation([UserTurn("Where is order 7?"), AssistantTurn(rounds=[ToolRound(
+        [call], [ToolResult("lookup_order", "call_0", "client", None, 0.0)])])])
+    saved = tmp_path / "waiting.json"
+    saved.write_text(transcript.dumps(waiting, ChatOptions()), encoding="utf-8")
+    server = start_app(ReplayEngine(processor, lambda prompt: "Once upon a time " * 100 + "<turn|>",
+                                    seconds_per_chunk=0.03))
+    try:
+        open_app(page, server.url)
+        page.get_by_role("tab", name="Save / load").click()
+        page.set_input_files("#upload-chat input[type=file]", str(saved))
+        page.wait_for_selector("#tool-answer", state="visible", timeout=30_000)
+        page.get_by_role("tab", name="Messages").click()
+        page.locator("#chatbot button[aria-label='Undo']").last.click()
+        page.wait_for_function("() => document.querySelector('#composer textarea').value === 'Where is order 7?'",
+                               timeout=30_000)
+        page.wait_for_selector("#tool-answer", state="hidden", timeout=30_000)
+        page.wait_for_function("() => !document.querySelector('#template-messages').innerText.includes('call_0')",
+                               timeout=30_000)
+        assert "Where is order 7?" in page.inner_text("#template-messages"), "the draft, as it would be sent"
+
+        page.fill("#composer textarea", "Tell me a story")
+        page.keyboard.press("Enter")
+        page.wait_for_function("() => document.querySelector('#chatbot').innerText.includes('Once upon')",
+                               timeout=30_000)
+        page.wait_for_timeout(500)  # the composer was cleared: the inspector must not fall back to empty
+        assert "Tell me a story" in page.inner_text("#template-messages")
+        screenshot(page, "inspector-while-streaming")
+        page.click("#stop")
+        page.wait_for_function("() => document.querySelector('#stop').disabled", timeout=30_000)
+    finally:
+        server.demo.close()

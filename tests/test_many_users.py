@@ -1,0 +1,148 @@
+"""Many users at once on one app: two `gradio_client` sessions and a browser page. Nothing one
+user does reaches another; Stop stops a turn wherever it is (queued or generating); a New
+conversation in the middle of a reply stops it and the next message is answered; a client
+tool left waiting is cancelled visibly when the user moves on.
+
+The model is scripted (recorded Gemma 4 outputs through the real template and parser, see
+replay.py), paced like a slow model so that buttons can be pressed in the middle of a reply."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from gradio_client.exceptions import AppError
+from gradio_client.utils import Status
+
+from conftest import screenshot, start_app
+from replay import ReplayEngine
+from test_browser import open_app
+
+ORDER_TOOL = {"name": "lookup_order", "description": "Finds an order.",
+              "parameters": {"type": "object", "properties": {"order_id": {"type": "integer"}},
+                             "required": ["order_id"]}}
+FLIGHT_TOOL = {"name": "find_flight", "description": "Finds a flight.",
+               "parameters": {"type": "object", "properties": {"code": {"type": "string"}}}}
+STORY = "Once upon a time " * 150 + "<turn|>"
+CALL = "<|tool_call>call:lookup_order{order_id:7}<tool_call|><|tool_response>"
+MOVED_ON = "The user sent a new message instead of a result."
+
+
+def scripted(prompt: str) -> str:
+    """The reply to the last user message in the prompt."""
+    last = prompt.rsplit("<|turn>user\n", 1)[-1]
+    if "<|tool_response>" in last or "response:" in last:
+        return "Your order has shipped.<turn|>"
+    if "long story" in last:
+        return STORY
+    if "order 7" in last:
+        return CALL
+    return "Hello there.<turn|>"
+
+
+@pytest.fixture()
+def scripted_server(processor):
+    engine = ReplayEngine(processor, scripted, seconds_per_chunk=0.02)
+    server = start_app(engine)  # one generation at a time: the others wait in the queue
+    yield server, engine
+    server.demo.close()
+
+
+def text_of(message) -> str:
+    return "".join(part.get("text", "") for part in message["content"])
+
+
+def user_texts(chat) -> list[str]:
+    return [text_of(m) for m in chat if m["role"] == "user"]
+
+
+def wait_until(condition, timeout: float = 30.0, message: str = "") -> None:
+    deadline = time.time() + timeout
+    while not condition():
+        assert time.time() < deadline, message or "timed out"
+        time.sleep(0.05)
+
+
+def streaming(job) -> bool:
+    outputs = job.outputs()
+    return bool(outputs) and any(text_of(m).startswith("Once upon") for m in outputs[-1] if m["role"] == "assistant")
+
+
+def test_many_users_one_app(scripted_server, page):
+    server, engine = scripted_server
+    alice, bob = server.client(), server.client()
+    shared = [spec.name for spec in server.session.registry.specs()]
+
+    # 1. Declarations never cross: each user sees the built-ins and their own tools only.
+    *_, notice = alice.predict(json.dumps(ORDER_TOOL), [], api_name="/declare_tool")
+    assert notice.startswith("✅")
+    enabled, docs, _, notice = bob.predict(json.dumps(FLIGHT_TOOL), [], api_name="/declare_tool")
+    assert notice.startswith("✅") and enabled["value"] == ["find_flight"]
+    offered = [value for _, value in enabled["choices"]]
+    assert "find_flight" in offered and "lookup_order" not in offered
+    assert "find_flight" in docs and "lookup_order" not in docs
+    bob.predict({"text": "Hi", "files": []}, enabled_tools=["find_flight"], api_name="/chat")
+    assert "find_flight" in engine.prompts[-1] and "lookup_order" not in engine.prompts[-1]
+    with pytest.raises(AppError, match="not in the list of choices"):  # Alice's tool is no choice of Bob's
+        bob.predict({"text": "Hi", "files": []}, enabled_tools=["lookup_order"], api_name="/chat")
+    assert [spec.name for spec in server.session.registry.specs()] == shared, "the shared registry is unchanged"
+    open_app(page, server.url)
+    page.get_by_role("tab", name="Tools").click()
+    offered = page.inner_text("#enabled-tools")
+    assert "lookup_order" not in offered and "find_flight" not in offered
+    page.get_by_role("tab", name="Inspector").click()
+
+    # 2. Stop while queued: Bob's turn waits behind Alice's; his Stop stops it before it starts.
+    alice_job = alice.submit({"text": "Tell me a long story, Alice", "files": []}, api_name="/chat")
+    wait_until(lambda: streaming(alice_job), message="Alice's story streams")
+    bob_job = bob.submit({"text": "Tell me a long story, Bob", "files": []}, api_name="/chat")
+    wait_until(lambda: bob_job.status().code == Status.IN_QUEUE, message="Bob waits in the queue")
+    bob.predict(api_name="/stop")
+    alice.predict(api_name="/stop")
+    alice_chat, bob_chat = alice_job.result(timeout=30), bob_job.result(timeout=30)
+    assert text_of(alice_chat[-1]) == "⚠️ Stopped."
+    assert user_texts(bob_chat)[-1] == "Tell me a long story, Bob"
+    assert text_of(bob_chat[-1]) == "⚠️ Stopped before the model wrote anything."
+    assert not any("Bob" in prompt for prompt in engine.prompts), "Bob's stopped turn never reached the model"
+
+    # 3. New conversation in the middle of a reply, in the browser: the reply stops, the chat
+    #    stays empty, and the next message appears and is answered.
+    page.fill("#composer textarea", "Tell me a long story, page")
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => document.querySelector('#chatbot').innerText.includes('Once upon')",
+                           timeout=30_000)
+    page.click("#new-chat")
+    page.wait_for_function("() => !document.querySelector('#chatbot').innerText.includes('Once upon')",
+                           timeout=10_000)
+    page.wait_for_timeout(1000)  # the old reply would keep streaming in here
+    assert "Once upon" not in page.inner_text("#chatbot")
+    page.fill("#composer textarea", "Hello after a new conversation")
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => document.querySelector('#chatbot').innerText.includes('Hello there.')",
+                           timeout=30_000)
+    page.wait_for_function("() => !document.querySelector('#composer textarea').disabled", timeout=30_000)
+    page.wait_for_function("() => document.querySelector('#stop').disabled", timeout=30_000)
+    shown = page.inner_text("#chatbot")
+    assert "Hello after a new conversation" in shown and "Once upon" not in shown and "long story" not in shown
+    screenshot(page, "new-conversation-during-a-reply")
+
+    # ... and through the API: the reply ends at once, the next message starts a fresh chat.
+    job = alice.submit({"text": "Tell me a long story again", "files": []}, api_name="/chat")
+    wait_until(lambda: streaming(job), message="the story streams")
+    alice.predict(api_name="/new_conversation")
+    job.result(timeout=10)
+    chat = alice.predict({"text": "Hello again", "files": []}, api_name="/chat")
+    assert user_texts(chat) == ["Hello again"] and text_of(chat[-1]) == "Hello there."
+
+    # 4. A client tool left waiting is cancelled, visibly, when the user sends a new message.
+    chat = alice.predict({"text": "Where is order 7?", "files": []}, enabled_tools=["lookup_order"],
+                         api_name="/chat")
+    assert chat[-1]["metadata"]["status"] == "pending" and "Waiting for you" in text_of(chat[-1])
+    chat = alice.predict({"text": "Never mind, hello", "files": []}, enabled_tools=["lookup_order"],
+                         api_name="/chat")
+    (panel,) = [m for m in chat if (m.get("metadata") or {}).get("title", "").startswith("🛠️ lookup_order")]
+    assert panel["metadata"]["status"] == "done" and panel["metadata"]["title"].endswith("cancelled")
+    assert MOVED_ON in text_of(panel)
+    assert MOVED_ON in engine.prompts[-1], "the model is told"
+    assert text_of(chat[-1]) == "Hello there."
