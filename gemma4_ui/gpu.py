@@ -29,7 +29,7 @@ def estimate_gpu_seconds(max_new_tokens: int, images: int = 0, video_frames: int
     return min(MAX_SECONDS, math.ceil(seconds))
 
 
-def gpu_duration(model_key: str, inputs, generation: dict) -> int:
+def gpu_duration(model_key: str, inputs, generation: dict, record_probabilities: bool = False) -> int:
     """ZeroGPU calls this with the decorated function's arguments."""
     images = int(inputs["pixel_values"].shape[0]) if "pixel_values" in inputs else 0
     frames = int(inputs["pixel_values_videos"].shape[0]) if "pixel_values_videos" in inputs else 0
