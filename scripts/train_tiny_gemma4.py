@@ -1,23 +1,28 @@
 """Train the bundled tiny Gemma 4 to speak the Gemma 4 protocol, from scratch, on the CPU.
 
-    python scripts/train_tiny_gemma4.py [--seed 0] [--out assets/tiny-gemma4]   # about 26 min on 2 cores
-    python scripts/train_tiny_gemma4.py --eval [--out assets/tiny-gemma4]        # held-out argument copying
+    python scripts/train_tiny_gemma4.py [--seed 0] [--mix-scale 0.7] [--out assets/tiny-gemma4]  # ~65 min, 2 cores
+    python scripts/train_tiny_gemma4.py --resume      # continue from the last checkpoint (out/train-checkpoint.pt)
+    python scripts/train_tiny_gemma4.py --device cuda # the same on a GPU
+    python scripts/train_tiny_gemma4.py --eval [--out assets/tiny-gemma4]  # held-out behaviour, greedy
 
-Training builds the model from `build_tiny_gemma4.tiny_config` (random init, seeded), trains it
-on the synthetic conversations of `synthetic_data.py` (the loss covers only what the model
-writes: thoughts, calls, answers and their stop tokens), and saves the weights in bfloat16
-with the bundle's generation config. The tokenizer, processor and template files are the
-bundle's and are never rewritten; with `--out` elsewhere they are copied there first.
-Seeded: the same seed gives the same data, order and initialisation.
+Training builds the model from `build_tiny_gemma4.tiny_config` (random init, seeded), first
+learns to copy on a task of its own (see CopyTask), then trains on the synthetic conversations
+of `synthetic_data.py` (the loss covers only what the model writes: thoughts, calls, answers
+and their stop tokens) with copy rows in every step, and saves the weights in bfloat16 with
+the bundle's generation config. The tokenizer, processor and template files are the bundle's
+and are never rewritten; with `--out` elsewhere they are copied there first. Seeded: the same
+seed gives the same data, order and initialisation.
 
 `--eval` drives the saved model the way the app does (`LocalEngine` + `TurnRunner`, greedy)
-on city names, expressions and time zones that never occur in the training data, and reports
-how often the call's argument is an exact copy.
+on city names, expressions and time zones that never occur in the training data, and on the
+example media, and reports exact argument copies, answers that quote the tool's result,
+thoughts exactly when asked for, media acknowledged, and replies that end cleanly.
 
-Status (seed 0, default settings): final loss 1.19, copy-task accuracy 0.94, 26 min. The model
-acknowledges each medium ("I received two images."), tells long stories, and calls the right
-tool in the right format, but garbles held-out arguments (exact copies: 0/61 cities, 3/20
-expressions, 0/20 time zones) and often loops, so the bundle keeps random weights for now.
+Status (seed 0, --mix-scale 0.7, 4 layers): copy warm-up reached 0.97 in 560 steps, final loss
+0.25 after 308 steps, 64.8 min in all, 4.1 M parameters (7.8 MB). Held out: thoughts exactly
+when asked 109/109, one image / two images acknowledged, but exact copies only 8/61 cities,
+0/20 expressions, 5/20 zones, and most replies with thinking on or many tools enabled end
+inside a thought or a call: the bundle keeps random weights for now.
 """
 
 from __future__ import annotations
