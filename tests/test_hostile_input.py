@@ -15,14 +15,14 @@ from gradio_client import handle_file
 from PIL import Image
 
 from gemma4_ui import inspector
-from gemma4_ui.chat import ChatOptions, TurnRunner, build_spec
+from gemma4_ui.options import ChatOptions
+from gemma4_ui.prompt import build_spec, template_text
 from gemma4_ui.config import Settings, parse_settings
 from gemma4_ui.conversation import Conversation, UserTurn
 from gemma4_ui.display import edited_text, render
 from gemma4_ui.media import load_media
-from gemma4_ui.prompt import template_text
 from gemma4_ui.safe_markdown import code_block, literal, restore, safe_markdown
-from gemma4_ui.session import ChatSession
+from gemma4_ui.session import SharedChatHandlers
 from gemma4_ui.tools import default_registry
 from replay import ReplayEngine
 from xss_payloads import PAYLOADS
@@ -169,11 +169,12 @@ def test_a_failing_template_is_an_engine_error_and_the_chat_goes_on(processor):
     broken.chat_template = ("{% if 'BREAK' in (messages[-1]['content'] | string) %}"
                             "{{ raise_exception('this template refuses BREAK') }}{% endif %}" + processor.chat_template)
     engine = ReplayEngine(broken, ["Hello there.<turn|>"])
-    session = ChatSession(engine, Settings(model="tiny"))
-    chat, conv, draft = list(session.respond({"text": "BREAK", "files": []}, Conversation(), []))[-1]
+    handlers = SharedChatHandlers(engine, Settings(model="tiny"))
+    user, options = handlers.new_session(), ChatOptions(max_new_tokens=8)
+    chat, conv, draft = list(handlers.respond({"text": "BREAK", "files": []}, Conversation(), user, options))[-1]
     assert conv.turns == [] and draft == {"text": "BREAK", "files": []}, "nothing lost"
     assert "this template refuses BREAK" in chat[-1]["content"]
-    chat, conv, _ = list(session.respond({"text": "hello", "files": []}, conv, []))[-1]
+    chat, conv, _ = list(handlers.respond({"text": "hello", "files": []}, conv, user, options))[-1]
     assert conv.turns[-1].content == "Hello there."
 
 

@@ -13,10 +13,9 @@ import pytest
 
 from conftest import ARTIFACTS, start_app
 from gemma4_ui import transcript
-from gemma4_ui.chat import ChatOptions
+from gemma4_ui.options import ChatOptions
 from gemma4_ui.conversation import AssistantTurn, Conversation, ToolRound, UserTurn
-from gemma4_ui.events import ToolCall
-from gemma4_ui.tools import ToolResult
+from gemma4_ui.events import ToolCall, ToolResult
 from replay import ReplayEngine
 from test_browser import open_app
 from xss_payloads import PAYLOADS, TRAP_HOST
