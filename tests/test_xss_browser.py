@@ -208,7 +208,7 @@ def test_hostile_file_in_a_toast_runs_nothing(app_server, page, tmp_path):
     page.evaluate("""() => document.querySelectorAll('[data-testid="toast-body"] *').forEach(el =>
         ['mouseover', 'mouseenter', 'click'].forEach(t => el.dispatchEvent(new MouseEvent(t))))""")
     page.wait_for_timeout(300)
-    audit = page.evaluate("""() => [...document.querySelectorAll('[data-testid="toast-body"] *')]
+    audit = page.evaluate("""() => [...document.querySelectorAll('[data-testid="toast-text"] *')]
         .filter(e => ['svg','img','a','math','iframe','script'].includes(e.tagName.toLowerCase())
                      && !e.closest('button')).map(e => e.outerHTML.slice(0, 80))""")
     assert not audit, audit
