@@ -6,6 +6,7 @@ Engine-agnostic: local and remote engines both yield the typed events of `events
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -18,6 +19,8 @@ from .live import Live
 from .options import ChatOptions
 from .prompt import build_spec
 from .tools import ToolRegistry
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -59,7 +62,7 @@ class TurnRunner:
             # A turn stopped before it started (Stop while it was queued) never reaches the engine.
             events = self.engine.stream(request, cancel) if not cancel.is_set() else iter(
                 [Done(ReplyStats(stop_reason="cancelled"))])
-            for event in events:
+            for event in _reported(events):
                 if isinstance(event, ThinkingDelta):
                     if live.thinking_started is None:
                         live.thinking_started = time.perf_counter()
@@ -164,6 +167,18 @@ class TurnRunner:
         turn.thinking_seconds = live.thinking_seconds
         turn.notice = message
         yield Snapshot(conv, None, error=message)
+
+
+def _reported(events: Iterator) -> Iterator:
+    """An engine's events, a failure of any engine (the template rejecting the messages, the
+    processor a medium, a bug) ending them as an EngineError: the turn says what happened,
+    the conversation stays, and the next message is answered."""
+    try:
+        yield from events
+    except Exception as err:  # noqa: BLE001 - whatever it is, the user sees it and the app serves on
+        log.exception("the engine failed")
+        yield EngineError(f"The model could not take this turn ({type(err).__name__}: {err}). "
+                          "The conversation is kept; try again, or change what you sent.")
 
 
 def _settle(turn: AssistantTurn, done: Done, live: Live) -> None:

@@ -28,14 +28,30 @@ def _env(name: str, default: str | None = None) -> str | None:
     return value if value not in (None, "") else default
 
 
-def _env_typed(name: str, kind: type, default):
+def _env_typed(parser: argparse.ArgumentParser, name: str, flag: str, kind: type, default):
+    """The variable's value as `kind`; a value that is not one stops the app with argparse's
+    usage and a message naming the variable (a Space's settings page has no traceback view)."""
     value = _env(name)
-    return default if value is None else kind(value)
+    if value is None:
+        return default
+    try:
+        return kind(value)
+    except ValueError:
+        parser.error(f"environment variable {name}={value!r} is not a valid {_KIND_NAMES.get(kind, kind.__name__)} "
+                     f"(it sets {flag})")
 
 
-def _env_bool(name: str, default: bool) -> bool:
+_KIND_NAMES = {int: "whole number", float: "number", str: "text"}
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def _env_bool(parser: argparse.ArgumentParser, name: str, default: bool) -> bool:
     value = _env(name)
-    return default if value is None else value.strip().lower() in ("1", "true", "yes", "on")
+    if value is None:
+        return default
+    if value.strip().lower() not in _TRUE + _FALSE:
+        parser.error(f"environment variable {name}={value!r} must be one of {', '.join(_TRUE + _FALSE)}")
+    return value.strip().lower() in _TRUE
 
 
 @dataclass
@@ -107,6 +123,24 @@ _LIMIT_OPTIONS = [
 ]
 
 
+# Values that parse but cannot work: (field, lowest, highest), None for no bound.
+_RANGES = [("port", 1, 65535), ("max_new_tokens", 1, None), ("max_new_tokens_cap", 1, None), ("tool_timeout", 0.1, None),
+           ("max_tool_rounds", 1, None), ("gpu_concurrency", 1, None), ("request_timeout", 0.1, None),
+           ("max_file_mb", 0.001, None), ("max_files_per_message", 1, None), ("max_audio_seconds", 0.1, None),
+           ("max_video_seconds", 0.1, None), ("max_video_frames", 1, None)]
+
+
+def _check_ranges(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    flags = {name: (flag, env) for flag, env, name, _, _ in _OPTIONS + _LIMIT_OPTIONS}
+    for name, low, high in _RANGES:
+        value = getattr(args, name)
+        if value is None or (value >= low and (high is None or value <= high)):
+            continue
+        flag, env = flags[name]
+        bound = f"between {low} and {high}" if high is not None else f"at least {low}"
+        parser.error(f"{flag} [{env}] must be {bound}, not {value}")
+
+
 def parse_settings(argv: list[str] | None = None) -> Settings:
     from .engine import ENGINES  # the registry imports this module's constants
 
@@ -118,19 +152,21 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
     )
     choices = {"backend": sorted(ENGINES)}
     for flag, env, name, kind, help_text in _OPTIONS:
-        parser.add_argument(flag, dest=name, type=kind, default=_env_typed(env, kind, getattr(defaults, name)),
+        parser.add_argument(flag, dest=name, type=kind, default=_env_typed(parser, env, flag, kind, getattr(defaults, name)),
                             choices=choices.get(name), help=f"{help_text} [{env}]")
     for flag, env, name, kind, help_text in _LIMIT_OPTIONS:
-        parser.add_argument(flag, dest=name, type=kind, default=_env_typed(env, kind, getattr(defaults.limits, name)),
+        parser.add_argument(flag, dest=name, type=kind,
+                            default=_env_typed(parser, env, flag, kind, getattr(defaults.limits, name)),
                             help=f"{help_text} [{env}]")
-    parser.add_argument("--share", action="store_true", default=_env_bool("GEMMA4_SHARE", False),
+    parser.add_argument("--share", action="store_true", default=_env_bool(parser, "GEMMA4_SHARE", False),
                         help="create a public gradio.live link [GEMMA4_SHARE]")
     thinking = parser.add_mutually_exclusive_group()
-    thinking.add_argument("--thinking", dest="thinking", action="store_true", default=_env_bool("GEMMA4_THINKING", False),
+    thinking.add_argument("--thinking", dest="thinking", action="store_true", default=_env_bool(parser, "GEMMA4_THINKING", False),
                           help="thinking on by default [GEMMA4_THINKING]")
     thinking.add_argument("--no-thinking", dest="thinking", action="store_false")
     args = parser.parse_args(argv)
 
+    _check_ranges(parser, args)
     limit_names = {name for _, _, name, _, _ in _LIMIT_OPTIONS}
     values = {k: v for k, v in vars(args).items() if k not in limit_names}
     limits = MediaLimits(**{k: v for k, v in vars(args).items() if k in limit_names})

@@ -4,6 +4,10 @@ Fresh dicts every time: Gradio drops in-place edits of messages it has already s
 Thoughts are collapsible panels (`metadata.title`), pending while they stream and done,
 with their duration, once the answer starts; each tool call is its own panel, nested under
 the thought when there is one.
+
+Every text shown here is untrusted (the user's, the model's, a tool's, a loaded file's):
+it goes through `safe_markdown`, titles through `literal`, and JSON into a fence that
+nothing inside it can close.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import json
 from .conversation import AssistantTurn, Conversation, ToolRound, UserTurn
 from .events import ToolCall, ToolResult
 from .live import Live
+from .safe_markdown import code_block, literal, restore, safe_markdown
 
 THINKING_TITLE = "💭 Thinking"
 
@@ -31,10 +36,29 @@ def render(conversation: Conversation, live: Live | None = None, notice: str = "
 
 
 def _user(turn: UserTurn) -> list[dict]:
-    out = [{"role": "user", "content": {"path": item.path, "alt_text": item.name}} for item in turn.media]
-    if turn.text or not turn.media:
-        out.append({"role": "user", "content": turn.text})
+    out = [{"role": "user", "content": {"path": item.shown_path or item.path, "alt_text": item.name}}
+           for item in turn.media]
+    notes = media_notes(turn)
+    if turn.text or notes or not turn.media:
+        text = safe_markdown(turn.text)
+        out.append({"role": "user", "content": f"{text}\n\n{notes}" if text and notes else text or notes})
     return out
+
+
+def media_notes(turn: UserTurn) -> str:
+    """What the sent message says about its files (audio cut, a name that lies...), one
+    quoted line each; each note is one line of escaped text, so quoting it is safe."""
+    return "\n".join("> " + safe_markdown("⚠️ " + " ".join(item.warning.split()))
+                      for item in turn.media if item.warning)
+
+
+def edited_text(shown: str, turn: UserTurn) -> str:
+    """The user's text from the chat's editor, which holds the text as shown: escaped for
+    display, and followed by the notes about the files."""
+    notes = media_notes(turn)
+    if notes and shown.rstrip().endswith(notes):
+        shown = shown.rstrip()[: -len(notes)]
+    return restore(shown).strip()
 
 
 def _assistant(turn: AssistantTurn, t: int, live: Live | None) -> list[dict]:
@@ -45,17 +69,17 @@ def _assistant(turn: AssistantTurn, t: int, live: Live | None) -> list[dict]:
     key = f"{t}-{len(turn.rounds)}"
     if live is not None:  # the round now streaming
         if live.reasoning:
-            out.append(_thinking(live.reasoning, key, live.thinking_seconds))
+            out.append(_thinking(live.reasoning, key, live.thinking_seconds, done=live.thinking_seconds is not None))
         pending_calls = live.calls + [None] * (live.calls_started - len(live.calls))
         for c, call in enumerate(pending_calls):
             out.append(_call_panel(call, None, f"{key}-{c}", _parent(live.reasoning, key), running=False))
         if live.content.strip():
-            out.append({"role": "assistant", "content": live.content.strip()})
+            out.append({"role": "assistant", "content": safe_markdown(live.content.strip())})
     else:
         if turn.reasoning:
             out.append(_thinking(turn.reasoning, key, turn.thinking_seconds))
         if turn.content:
-            out.append({"role": "assistant", "content": turn.content + stats_line(turn)})
+            out.append({"role": "assistant", "content": safe_markdown(turn.content) + stats_line(turn)})
     if turn.notice:
         out.append(_notice_message(turn.notice))
     return out
@@ -65,22 +89,22 @@ def _round(round_: ToolRound, key: str, running: int | None) -> list[dict]:
     out: list[dict] = []
     if round_.reasoning:
         # The calls nest inside the thought, which folds when done: its title names them.
-        calls = ", ".join(dict.fromkeys(c.name for c in round_.calls))
+        calls = ", ".join(dict.fromkeys(literal(c.name) for c in round_.calls))
         out.append(_thinking(round_.reasoning, key, round_.thinking_seconds, f" · 🛠️ {calls}"))
     if round_.content:
-        out.append({"role": "assistant", "content": round_.content})
+        out.append({"role": "assistant", "content": safe_markdown(round_.content)})
     for c, call in enumerate(round_.calls):
         result = round_.results[c] if c < len(round_.results) else None
         out.append(_call_panel(call, result, f"{key}-{c}", _parent(round_.reasoning, key), running=c == running))
     return out
 
 
-def _thinking(text: str, key: str, seconds: float | None, suffix: str = "") -> dict:
-    metadata = {"title": THINKING_TITLE + suffix, "id": f"think-{key}",
-                "status": "pending" if seconds is None else "done"}
+def _thinking(text: str, key: str, seconds: float | None, suffix: str = "", done: bool = True) -> dict:
+    """`done` is False only while the thought streams (a loaded thought has no duration)."""
+    metadata = {"title": THINKING_TITLE + suffix, "id": f"think-{key}", "status": "done" if done else "pending"}
     if seconds is not None:
         metadata["duration"] = round(seconds, 1)
-    return {"role": "assistant", "content": text.strip(), "metadata": metadata}
+    return {"role": "assistant", "content": safe_markdown(text.strip()), "metadata": metadata}
 
 
 def _parent(reasoning: str, key: str) -> str | None:
@@ -94,8 +118,8 @@ def _call_panel(call: ToolCall | None, result: ToolResult | None, key: str, pare
         body = ""
     else:
         arguments = call.arguments if call.arguments is not None else call.raw
-        metadata = {"title": f"🛠️ {call.name}", "log": _short(arguments)}
-        body = f"**Arguments**\n```json\n{_json(arguments)}\n```"
+        metadata = {"title": f"🛠️ {literal(call.name)}", "log": _short(arguments)}
+        body = f"**Arguments**\n{code_block(_json(arguments), 'json')}"
         if result is None:
             metadata["status"] = "pending"
             body += "\n\n_Running…_" if running else ""
@@ -108,7 +132,7 @@ def _call_panel(call: ToolCall | None, result: ToolResult | None, key: str, pare
             label = {"ok": "Result", "timeout": "⏱️ Timed out", "cancelled": "Cancelled"}.get(result.status, "❌ Error")
             if result.status != "ok":
                 metadata["title"] += f" — {label.split(' ', 1)[-1].lower()}"
-            body += f"\n\n**{label}**\n```json\n{_json(result.response)}\n```"
+            body += f"\n\n**{label}**\n{code_block(_json(result.response), 'json')}"
     metadata["id"] = f"call-{key}"
     if parent:
         metadata["parent_id"] = parent
@@ -134,7 +158,7 @@ def stats_line(turn: AssistantTurn) -> str:
 
 
 def _notice_message(text: str) -> dict:
-    return {"role": "assistant", "content": f"⚠️ {text}"}
+    return {"role": "assistant", "content": safe_markdown(f"⚠️ {text}")}
 
 
 def _json(value) -> str:

@@ -353,6 +353,41 @@ def _token_kind(token: str) -> str:
     return "other"
 
 
+def template_spans(processor, spec: PromptSpec, raw: str) -> list[tuple[str, str | None]]:
+    """The raw template in (text, kind) pieces for gr.HighlightedText, told apart by token id:
+    a control token the user typed (`<|turn>` in a message) is encoded as text, exactly as
+    the model receives it, and is shown as text. Joining the pieces gives back `raw`.
+
+    The template is rendered and encoded the way `apply_chat_template(...,
+    sanitize_control_tokens=True)` does it (transformers' own marking of the strings that
+    came from the user), without the media expansion, so each id lines up with the text."""
+    from transformers.utils.chat_template_utils import (_get_control_token_patterns, encode_marked_chat,
+                                                        mark_control_tokens)
+
+    tokenizer = processor.tokenizer
+    control_re, _ = _get_control_token_patterns(tokenizer._get_control_tokens(processor.chat_template))
+    marked = processor.apply_chat_template(mark_control_tokens(spec.messages, control_re), tokenize=False,
+                                           **mark_control_tokens(spec.template_kwargs(), control_re))
+    ids = encode_marked_chat(tokenizer, marked)
+    special = set(tokenizer.all_special_ids) | {tokenizer.convert_tokens_to_ids(t) for kind in TOKEN_KINDS.values()
+                                                for t in kind}
+    spans: list[tuple[str, str | None]] = []
+    run: list[int] = []
+    for token_id in [*ids, None]:
+        if token_id is not None and token_id not in special:
+            run.append(token_id)
+            continue
+        if run:  # decoded together: one character can span several byte tokens
+            spans.append((tokenizer.decode(run, skip_special_tokens=False), None))
+            run = []
+        if token_id is not None:
+            token = tokenizer.convert_ids_to_tokens(token_id)
+            spans.append((token, _token_kind(token)))
+    if "".join(text for text, _ in spans) != raw:  # a tokenizer that does not decode back exactly
+        return [(raw, None)]
+    return spans
+
+
 def highlight_spans(text: str, control_tokens: list[str]) -> list[tuple[str, str | None]]:
     """Split the raw template into (text, kind) pieces for gr.HighlightedText; joining the
     pieces gives back the text exactly."""

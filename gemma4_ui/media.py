@@ -12,6 +12,8 @@ functions that use them: importing this module stays cheap.
 
 from __future__ import annotations
 
+import io
+import os
 import shutil
 import time
 from collections.abc import Iterable
@@ -27,9 +29,9 @@ if TYPE_CHECKING:
 
 AUDIO_SAMPLING_RATE = 16_000  # what Gemma 4's audio feature extractor expects
 
-# What both Pillow and every browser display. TIFF, HEIC and AVIF are refused: the chat
-# could not show them back to the user.
-IMAGE_FORMATS = ("PNG", "JPEG", "WEBP", "GIF", "BMP")
+# What Pillow decodes; HEIC (iPhone photos, through pillow-heif) is shown to the browser
+# as a JPEG copy. TIFF and AVIF are refused.
+IMAGE_FORMATS = ("PNG", "JPEG", "WEBP", "GIF", "BMP", "HEIF")
 # Pillow calls a camera's multi-picture JPEG "MPO"; its first picture is the photo.
 PILLOW_IMAGE_FORMATS = (*IMAGE_FORMATS, "MPO")
 AUDIO_FORMATS = ("WAV", "MP3", "FLAC", "M4A")
@@ -37,13 +39,19 @@ VIDEO_FORMATS = ("AVI", "FLV", "MPEG")
 # These containers carry audio, video or both; only probing for a video stream tells which.
 AV_CONTAINERS = ("MP4", "MATROSKA", "OGG")
 
-IMAGE_EXTENSIONS = {".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp"}
+IMAGE_EXTENSIONS = {".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp", ".heic", ".heif"}
 AUDIO_EXTENSIONS = {".wav", ".mp3", ".flac", ".ogg", ".oga", ".opus", ".m4a", ".aac", ".weba", ".webm"}
 VIDEO_EXTENSIONS = {".mp4", ".m4v", ".mov", ".webm", ".mkv", ".avi", ".ogv"}
 
 SUPPORTED_TYPES = (
-    "images (PNG, JPEG, WebP, GIF, BMP), audio (WAV, MP3, FLAC, OGG) and video (MP4, WebM, MOV, MKV, AVI)"
+    "images (PNG, JPEG, WebP, GIF, BMP, HEIC), audio (WAV, MP3, FLAC, OGG, M4A, WebM) and video "
+    "(MP4, WebM, MOV, MKV, AVI)"
 )
+SHOWN_EXTENSIONS = {"PNG": ".png", "JPEG": ".jpg", "MPO": ".jpg", "WEBP": ".webp", "GIF": ".gif", "BMP": ".bmp",
+                    "WAV": ".wav", "MP3": ".mp3", "FLAC": ".flac", "M4A": ".m4a", "OGG": ".ogg", "MP4": ".mp4",
+                    "MATROSKA": ".webm", "AVI": ".avi", "FLV": ".flv", "MPEG": ".mpg"}
+# Video codecs that Chromium, Firefox and Safari all play (in MP4 or WebM).
+BROWSER_VIDEO_CODECS = {"h264", "vp8", "vp9", "av1"}
 _HEAD_BYTES = 512  # enough for every signature below, including MPEG-TS's second sync byte
 
 
@@ -74,6 +82,9 @@ class MediaItem:
     video_metadata: VideoMetadata | None = None
     warning: str | None = None  # something the user should know, e.g. the audio was cut
     original_seconds: float | None = None  # audio: the file's length, before any cut
+    # What the chat shows instead of `path`, when that cannot be shown as it is: a copy
+    # named for what the file is, a browser-readable picture (HEIC), a video's still frame.
+    shown_path: str | None = None
 
     def describe(self) -> dict[str, Any]:
         """A short JSON-able descriptor for the inspector; never the media bytes."""
@@ -123,11 +134,53 @@ def load_media(path: str | Path, limits: MediaLimits = MediaLimits()) -> MediaIt
     kind = detect_kind(path)
     loader = {"image": _load_image, "audio": _load_audio, "video": _load_video}[kind]
     try:
-        return loader(path, limits)
+        item = loader(path, limits)
     except MediaError:
         raise
-    except Exception as exc:  # damaged files make Pillow, libsndfile, audioread, OpenCV raise all sorts
+    except Exception as exc:  # damaged files make Pillow, libsndfile, PyAV, OpenCV raise all sorts
         raise MediaError(_undecodable_message(path, kind)) from exc
+    _show_as_what_it_is(item, path)
+    return item
+
+
+def _named_kinds(path: Path) -> list[str]:
+    """The kinds the file's extension names (.webm names audio and video)."""
+    suffix = path.suffix.lower()
+    return [k for k, names in (("image", IMAGE_EXTENSIONS), ("audio", AUDIO_EXTENSIONS), ("video", VIDEO_EXTENSIONS))
+            if suffix in names]
+
+
+def _show_as_what_it_is(item: MediaItem, path: Path) -> None:
+    """The chat picks a player from the file's name: a file whose name says another kind (a
+    JPEG called .wav) is shown through a copy named for its content, and the message says so."""
+    named = _named_kinds(path)
+    if item.kind in named:
+        return
+    if item.shown_path is None:
+        with path.open("rb") as file:
+            extension = SHOWN_EXTENSIONS.get(_sniff_format(file.read(_HEAD_BYTES)) or "")
+        if extension:
+            item.shown_path = str(_sibling(path, extension))
+    if named:
+        noun = {"image": "an image", "audio": "audio", "video": "a video"}
+        lie = (f"'{path.name}' is named like {noun[named[0]]} but is {noun[item.kind]}; "
+               f"it is shown and sent as {noun[item.kind]}.")
+        item.warning = f"{lie} {item.warning}" if item.warning else lie
+
+
+def _sibling(path: Path, extension: str, content: bytes | None = None) -> Path:
+    """A file next to `path` (in the upload's own folder, which the app may serve) with
+    `extension`: `content`, or the same bytes (a hard link when possible)."""
+    target = path.with_name(f"{path.name}{extension}")
+    if not target.exists():
+        if content is not None:
+            target.write_bytes(content)
+        else:
+            try:
+                os.link(path, target)
+            except OSError:
+                shutil.copyfile(path, target)
+    return target
 
 
 def detect_kind(path: str | Path) -> str:
@@ -161,16 +214,9 @@ def detect_kind(path: str | Path) -> str:
 
 
 def _undecodable_message(path: Path, kind: str) -> str:
-    suffix = path.suffix.lower()
-    if kind == "audio" and suffix in (".m4a", ".aac", ".webm", ".weba") and shutil.which("ffmpeg") is None:
-        # libsndfile reads WAV, FLAC, OGG and MP3 itself; AAC and WebM need FFmpeg (via audioread).
-        return (
-            f"'{path.name}' could not be decoded: {suffix} audio needs FFmpeg, which this server "
-            "does not have. Please upload WAV, MP3, FLAC or OGG instead."
-        )
     advice = {
         "image": "Please upload it again or try another file.",
-        "audio": "Please upload WAV, MP3, FLAC or OGG.",
+        "audio": "Please upload WAV, MP3, FLAC, OGG or M4A.",
         "video": "Please upload an MP4 (H.264) file.",
     }[kind]
     noun = {"image": "an image", "audio": "audio", "video": "a video"}[kind]
@@ -203,7 +249,7 @@ def _sniff_format(head: bytes) -> str | None:
         (riff_type == b"WEBP", "WEBP"),
         (head.startswith(b"BM"), "BMP"),
         (head[:4] in (b"II*\x00", b"MM\x00*"), "TIFF"),
-        (brand in (b"heic", b"heix", b"hevc", b"mif1", b"msf1"), "HEIC"),
+        (brand in (b"heic", b"heix", b"hevc", b"mif1", b"msf1"), "HEIF"),
         (brand in (b"avif", b"avis"), "AVIF"),
         (riff_type == b"WAVE", "WAV"),
         (head.startswith(b"fLaC"), "FLAC"),
@@ -223,9 +269,18 @@ def _starts_with_frame_sync(head: bytes) -> bool:
     return len(head) > 1 and head[0] == 0xFF and head[1] & 0xE0 == 0xE0
 
 
+def _register_heif() -> None:
+    """Teach Pillow HEIC/HEIF (iPhone photos), once."""
+    from pillow_heif import register_heif_opener
+
+    register_heif_opener()
+
+
 def _pillow_format(path: Path) -> str | None:
     """Pillow's name for formats without a signature of their own (TGA, ICO...), if any."""
     from PIL import Image
+
+    _register_heif()
 
     try:
         with Image.open(path) as image:
@@ -268,9 +323,11 @@ def _unrecognised_message(path: Path) -> str:
 def _load_image(path: Path, limits: MediaLimits) -> MediaItem:
     from PIL import Image, ImageOps
 
+    _register_heif()
     try:
         with Image.open(path) as opened:
             _check_image(path, opened, limits)
+            format_ = opened.format
             opened.seek(0)  # animated GIF / WebP, multi-picture JPEG: the first picture
             opened.load()
             image = opened.copy()  # detached from the file, which closes here
@@ -279,7 +336,12 @@ def _load_image(path: Path, limits: MediaLimits) -> MediaItem:
         image = _to_rgb(image)
     except Image.DecompressionBombError:  # Pillow's own guard, past twice its MAX_IMAGE_PIXELS
         raise MediaError(f"'{path.name}' has too many pixels to open safely. Please upload a smaller image.") from None
-    return MediaItem(kind="image", path=str(path), name=path.name, data=image)
+    item = MediaItem(kind="image", path=str(path), name=path.name, data=image)
+    if format_ == "HEIF":  # only Safari shows HEIC: the chat shows a JPEG of it
+        shown = io.BytesIO()
+        image.save(shown, format="JPEG", quality=90)
+        item.shown_path = str(_sibling(path, ".jpg", shown.getvalue()))
+    return item
 
 
 def _check_image(path: Path, image: Image.Image, limits: MediaLimits) -> None:
@@ -313,30 +375,120 @@ def _to_rgb(image: Image.Image) -> Image.Image:
 
 
 def _load_audio(path: Path, limits: MediaLimits) -> MediaItem:
-    import librosa
-
-    seconds = librosa.get_duration(path=str(path))
-    warning = None
+    with path.open("rb") as file:
+        file_format = _sniff_format(file.read(_HEAD_BYTES))
+    # libsndfile (through librosa) reads WAV, FLAC, OGG and MP3; PyAV's bundled FFmpeg the
+    # rest (AAC in M4A, Opus in WebM), and whatever libsndfile cannot.
+    if file_format in ("WAV", "FLAC", "MP3", "OGG") or file_format is None:
+        try:
+            samples, seconds = _decode_librosa(path, limits.max_audio_seconds)
+        except Exception:  # noqa: BLE001 - libsndfile refuses some codecs FFmpeg reads
+            samples, seconds = _decode_av(path, limits.max_audio_seconds)
+    else:
+        samples, seconds = _decode_av(path, limits.max_audio_seconds)
+    notes = []
+    missing = _wav_shortfall(path) if file_format == "WAV" else None
+    if missing:
+        stated, held = missing
+        notes.append(f"'{path.name}' is incomplete: its header says {_clock(stated)} but the file holds "
+                     f"{_clock(held)}; Gemma 4 hears the {_clock(held)} that are there.")
+        seconds = held
     if seconds > limits.max_audio_seconds:
         if limits.audio_over_limit == "refuse":
             raise MediaError(
                 f"'{path.name}' is {seconds:.1f} s of audio; Gemma 4 hears at most "
                 f"{limits.max_audio_seconds:g} s. Please trim it and upload again."
             )
-        warning = (
-            f"'{path.name}' is {seconds:.1f} s; Gemma 4 hears the first {limits.max_audio_seconds:g} s only."
-        )
-    keep_seconds = limits.max_audio_seconds if warning else None
-    samples, _ = librosa.load(str(path), sr=AUDIO_SAMPLING_RATE, mono=True, duration=keep_seconds)
+        notes.append(f"'{path.name}' is {_clock(seconds)} long; Gemma 4 hears at most {limits.max_audio_seconds:g} s, "
+                     f"so only the first {_clock(limits.max_audio_seconds)} were kept and the remaining "
+                     f"{_clock(seconds - limits.max_audio_seconds)} were cut.")
     if samples.size == 0:
         raise MediaError(f"'{path.name}' contains no audio. Please record or upload it again.")
     if not np.any(samples):
         # Exact digital silence is what a muted or blocked microphone records.
         raise MediaError(f"'{path.name}' is completely silent. Please check the microphone and record again.")
-    return MediaItem(
-        kind="audio", path=str(path), name=path.name, data=samples.astype(np.float32, copy=False), warning=warning,
-        original_seconds=seconds,
-    )
+    return MediaItem(kind="audio", path=str(path), name=path.name, data=samples.astype(np.float32, copy=False),
+                     warning=" ".join(notes) or None, original_seconds=seconds)
+
+
+def _clock(seconds: float) -> str:
+    """7.25 → '7.2 s'; 95 → '1:35'; 7200 → '2:00:00'."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    whole = round(seconds)
+    hours, rest = divmod(whole, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+
+
+def _decode_librosa(path: Path, max_seconds: float) -> tuple[np.ndarray, float]:
+    import librosa
+
+    seconds = librosa.get_duration(path=str(path))
+    samples, _ = librosa.load(str(path), sr=AUDIO_SAMPLING_RATE, mono=True,
+                              duration=max_seconds if seconds > max_seconds else None)
+    return samples, seconds
+
+
+def _decode_av(path: Path, max_seconds: float) -> tuple[np.ndarray, float]:
+    """Decode the first audio stream with PyAV to 16 kHz mono float32, at most `max_seconds`;
+    also the whole stream's length (from the container, else by reading packet times)."""
+    import av
+
+    with av.open(str(path)) as container:
+        stream = next((s for s in container.streams if s.type == "audio"), None)
+        if stream is None:
+            raise MediaError(f"'{path.name}' has no audio track. Please upload a recording.")
+        resampler = av.AudioResampler(format="flt", layout="mono", rate=AUDIO_SAMPLING_RATE)
+        limit = int(max_seconds * AUDIO_SAMPLING_RATE)
+        chunks, kept, last_time = [], 0, 0.0
+        for frame in container.decode(stream):
+            if frame.time is not None:
+                last_time = max(last_time, frame.time + frame.samples / frame.sample_rate)
+            for out in resampler.resample(frame):
+                chunks.append(out.to_ndarray().reshape(-1))
+                kept += chunks[-1].size
+            if kept >= limit:
+                break
+        else:
+            chunks += [out.to_ndarray().reshape(-1) for out in resampler.resample(None)]
+        seconds = _stream_seconds(container, stream) or last_time
+        if kept >= limit and not _stream_seconds(container, stream):
+            # A live recording states no length: the packets' times tell it without decoding.
+            for packet in container.demux(stream):
+                if packet.pts is not None and packet.duration is not None:
+                    seconds = max(seconds, float((packet.pts + packet.duration) * stream.time_base))
+    samples = np.concatenate(chunks)[:limit] if chunks else np.zeros(0, np.float32)
+    return samples, max(seconds, samples.size / AUDIO_SAMPLING_RATE)
+
+
+def _stream_seconds(container, stream) -> float | None:
+    if stream.duration is not None and stream.time_base is not None:
+        return float(stream.duration * stream.time_base)
+    return container.duration / 1_000_000 if container.duration else None
+
+
+def _wav_shortfall(path: Path) -> tuple[float, float] | None:
+    """(stated, held) seconds when a WAV's header promises more sound than the file holds
+    (an interrupted upload or recording); None when it is whole. Reads the RIFF chunk list."""
+    size = path.stat().st_size
+    with path.open("rb") as file:
+        file.seek(12)  # past "RIFF", the size and "WAVE"
+        byte_rate = None
+        while file.tell() + 8 <= size:
+            chunk = file.read(8)
+            chunk_id, length = chunk[:4], int.from_bytes(chunk[4:], "little")
+            if chunk_id == b"fmt " and length >= 16:
+                fmt = file.read(length + (length & 1))
+                byte_rate = int.from_bytes(fmt[8:12], "little")
+                continue
+            if chunk_id == b"data":
+                held = size - file.tell()
+                # 0 and 0xFFFFFFFF are what recorders write while the length is unknown.
+                if not byte_rate or length in (0, 0xFFFFFFFF) or held >= length - 1:
+                    return None
+                return length / byte_rate, held / byte_rate
+            file.seek(length + (length & 1), os.SEEK_CUR)
+    return None
 
 
 # ---------------------------------------------------------------------------------------
@@ -382,7 +534,29 @@ def _load_video(path: Path, limits: MediaLimits) -> MediaItem:
         video_backend="opencv",
         frames_indices=indices,
     )
-    return MediaItem(kind="video", path=str(path), name=path.name, data=video, video_metadata=metadata)
+    item = MediaItem(kind="video", path=str(path), name=path.name, data=video, video_metadata=metadata)
+    codec = _video_codec(path)
+    if codec not in BROWSER_VIDEO_CODECS:
+        # A blank player helps no one: the chat shows the middle one of the frames the model gets.
+        from PIL import Image
+
+        poster = io.BytesIO()
+        Image.fromarray(video[len(video) // 2]).save(poster, format="JPEG", quality=85)
+        item.shown_path = str(_sibling(path, ".poster.jpg", poster.getvalue()))
+        item.warning = (f"'{path.name}' is {codec or 'an unknown'} video, which browsers cannot play: the chat shows "
+                        f"one of its frames; Gemma 4 gets {len(indices)} frames of it.")
+    return item
+
+
+def _video_codec(path: Path) -> str | None:
+    """FFmpeg's name for the first video stream's codec ('h264', 'mpeg4', 'hevc'...)."""
+    import av
+
+    try:
+        with av.open(str(path)) as container:
+            return container.streams.video[0].codec_context.name if container.streams.video else None
+    except Exception:  # noqa: BLE001 - OpenCV decoded it; the codec name is only for display
+        return None
 
 
 def _evenly_spaced(total_frames: int, count: int) -> list[int]:

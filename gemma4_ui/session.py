@@ -29,7 +29,7 @@ from . import token_probabilities, transcript
 from .chat import Snapshot, TurnRunner
 from .config import Settings
 from .conversation import AssistantTurn, Conversation, UserTurn
-from .display import render
+from .display import edited_text, render
 from .engine import Engine
 from .events import ToolCall
 from .inspector import SingleFlight, counting_processor
@@ -37,6 +37,7 @@ from .media import MediaError, MediaItem, MediaLimits
 from .media_files import load_upload
 from .options import ChatOptions
 from .prompt import build_spec, model_inputs, template_text
+from .safe_markdown import code_block, literal, safe_markdown, toast_text
 from .tools import ToolRegistry, ToolSchemaError, default_registry
 
 
@@ -259,11 +260,13 @@ class SharedChatHandlers:
         try:
             turn = self.user_turn(draft, session)
         except MediaError as err:
-            gr.Warning(str(err))
+            # Both stay until the user acts: the toast until closed, the notice until the
+            # next message; the draft stays in the composer.
+            gr.Warning(toast_text(err), duration=None)
             return gr.update(), None, render(conversation, notice=str(err)), gr.update()
         for item in turn.media:
             if item.warning:
-                gr.Warning(item.warning)
+                gr.Warning(toast_text(item.warning))
         preview = Conversation(_moved_on(conversation).turns + [turn])
         session.in_flight = (None, preview)
         return gr.update(value=None, interactive=False), draft.as_value(), render(preview), gr.update(interactive=True)
@@ -273,8 +276,8 @@ class SharedChatHandlers:
         """The /chat endpoint: a message (text and files) in, the streamed chat out. A client
         tool still waiting for its result is cancelled, visibly: the user moved on."""
         draft = Draft.from_value(message)
-        if draft.empty:
-            yield render(conversation), conversation, None
+        if draft.empty:  # also when the browser's check refused the draft: its notice stays
+            yield gr.update(), conversation, None
             return
         try:
             turn = self.user_turn(draft, session)
@@ -305,7 +308,7 @@ class SharedChatHandlers:
             yield render(conversation), conversation, None
             return
         last = conversation.turns[index]
-        edited = Conversation(conversation.turns[:index] + [UserTurn(str(data.value).strip(), last.media)])
+        edited = Conversation(conversation.turns[:index] + [UserTurn(edited_text(str(data.value), last), last.media)])
         yield from self._stream(edited, options, session, on_fail=None)
 
     def undo(self, conversation: Conversation, session: UserSession):
@@ -401,7 +404,7 @@ class SharedChatHandlers:
                 session.in_flight = None
             session.turns.end(ticket)
         if snapshot is not None and snapshot.error:
-            gr.Warning(snapshot.error)
+            gr.Warning(toast_text(snapshot.error))
             if snapshot.conversation is not conversation:  # the turn kept a partial reply and says why
                 yield render(snapshot.conversation), snapshot.conversation, None
             elif on_fail is not None:  # nothing was produced: the message goes back to the composer
@@ -434,7 +437,7 @@ class SharedChatHandlers:
         """The inspector's components: counts, layers 1-3, a note when the draft is refused, the
         soft-token maps and layer 3 in colour."""
         view = self.inspect(value, conversation, session, show_ids, options)
-        note = gr.update(value=f"⚠️ {view.warning}", visible=True) if view.warning else gr.update(visible=False)
+        note = gr.update(value=safe_markdown(f"⚠️ {view.warning}"), visible=True) if view.warning else gr.update(visible=False)
         return (view.counts, view.messages, view.template, view.template_raw, view.expanded, note, view.maps,
                 view.expanded_colour)
 
@@ -462,15 +465,20 @@ class SharedChatHandlers:
         if not spec.messages:
             return InspectorView(EMPTY_INSPECTOR, inspector.messages_layer(spec, []), [], "", "", warning,
                                  maps=soft_token_map.NO_MEDIA)
-        raw = template_text(processor, spec)
-        inputs = model_inputs(self._counting_processor(processor), spec)
+        try:
+            raw = template_text(processor, spec)
+            inputs = model_inputs(self._counting_processor(processor), spec)
+        except Exception as err:  # noqa: BLE001 - the same failure reaches the chat when sent
+            log.warning("the inspector could not build the prompt", exc_info=True)
+            return InspectorView(EMPTY_INSPECTOR, inspector.messages_layer(spec, preview.media()), [], "", "",
+                                 f"The prompt could not be built ({type(err).__name__}: {err}).",
+                                 maps=soft_token_map.NO_MEDIA)
         media = preview.media()
         counts = inspector.count_tokens(processor, inputs, media, options.image_budget, self.engine.context_length)
-        tokens = [t for t in processor.tokenizer.all_special_tokens]
         return InspectorView(
             counts=inspector.counts_html(counts),
             messages=inspector.messages_layer(spec, media),
-            template=inspector.highlight_spans(raw, tokens),
+            template=inspector.template_spans(processor, spec, raw),
             template_raw=raw,
             expanded=inspector.expanded_layer(processor, inputs, show_ids),
             warning=warning,
@@ -496,13 +504,13 @@ class SharedChatHandlers:
             spec = session.declare(schema)
         except ToolSchemaError as err:
             message = f"The tool was not added: {err}"
-            gr.Warning(message)
-            return gr.skip(), gr.skip(), gr.skip(), f"⚠️ {message}"
+            gr.Warning(toast_text(message))
+            return gr.skip(), gr.skip(), gr.skip(), safe_markdown(f"⚠️ {message}")
         message = f"Added {spec.name}: when the model calls it, you type the result."
-        gr.Info(message)
+        gr.Info(toast_text(message))
         enabled = [name for name in (enabled or []) if name != spec.name] + [spec.name]
         return (gr.update(choices=tool_choices(session.tools()), value=enabled), tools_markdown(session.tools()), "",
-                f"✅ {message}")
+                safe_markdown(f"✅ {message}"))
 
     # -- saving and loading ------------------------------------------------------------------------
 
@@ -526,13 +534,13 @@ class SharedChatHandlers:
             loaded = transcript.load(Path(file).read_text(encoding="utf-8"), self.settings.limits)
             options = ChatOptions.from_inputs(self.settings, **loaded.settings)
         except (OSError, UnicodeDecodeError, TypeError, ValueError) as err:  # TranscriptError is a ValueError
-            gr.Warning(f"Could not load that conversation: {err}")
+            gr.Warning(toast_text(f"Could not load that conversation: {err}"))
             return unchanged
         for schema in loaded.declared:
             try:
                 session.declare(schema)
             except ToolSchemaError as err:
-                gr.Warning(f"A declared tool in the file was skipped: {err}")
+                gr.Warning(toast_text(f"A declared tool in the file was skipped: {err}"))
         session.turns.reset()  # a reply still streaming belongs to the conversation replaced
         tools = session.tools()
         enabled = [name for name in options.enabled_tools if tools.get(name)]
@@ -594,8 +602,9 @@ def tools_markdown(registry: ToolRegistry) -> str:
     for spec in registry.specs():
         kind = {"builtin": "built-in", "python": "Python", "declared": "declared: you type its results"}[spec.source]
         demo = " · **demo, sample data**" if spec.demo else ""
-        parts.append(f"<details><summary><b>{spec.label}</b> <code>{spec.name}</code> ({kind}{demo})</summary>\n\n"
-                     f"```json\n{json.dumps(spec.schema, indent=2)}\n```\n</details>")
+        parts.append(f"<details><summary><b>{literal(spec.label)}</b> <code>{literal(spec.name)}</code> "
+                     f"({kind}{demo})</summary>\n\n{code_block(json.dumps(spec.schema, indent=2), 'json')}\n"
+                     "</details>")
     return "\n".join(parts)
 
 

@@ -331,8 +331,11 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
 
     # 1. Send: check and show the message, stream the reply, then settle the composer.
     respond = with_options(handlers, handlers.respond, [("message", empty), *turn])
+    # Queued, so that a refusal's toast reaches the browser (a queue=False handler cannot
+    # show gr.Warning); decoding is CPU work, apart from the GPU's limit.
     chat.composer.submit(handlers.stage, [chat.composer, conversation, session],
-                         [chat.composer, chat.staged, chat.chatbot, chat.stop], queue=False, **private).then(
+                         [chat.composer, chat.staged, chat.chatbot, chat.stop], concurrency_limit=4,
+                         concurrency_id="stage", **private).then(
         respond, [chat.staged, conversation, session, *options], chat_outputs, api_name="chat",
         show_progress="minimal", **gpu,
     ).then(**after)

@@ -1,0 +1,191 @@
+"""Untrusted text made safe for the Chatbot's markdown renderer: it still reads as markdown
+(emphasis, lists, tables, links, code), but nothing in it can become live markup.
+
+Gradio's own sanitiser lets SVG links through (`<svg><a href="javascript:...">`), and a
+model's reply, a tool's result or a loaded file can hold anything, so this does not rely on
+it. It works by allow-list rather than by spotting bad input:
+
+- outside code, every `<` and `&` is written as an entity, so no tag, comment or entity
+  (which could decode into a tag or a `javascript:` URL) can form, whatever the input;
+- code is passed verbatim only where the renderer is certain to treat it as code: fenced
+  blocks are re-emitted with a fence longer than any backtick run inside them, after a
+  blank line, so nothing in them can close the fence or continue an earlier block; inline
+  code that holds markup characters becomes a `<code>` element of entities;
+- links keep working, but the schemes that run code (`javascript:`, `data:`...) are broken
+  by a zero-width space, and images become links, so no reply loads a remote URL on its own
+  (a classic way to leak a conversation).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+ZERO_WIDTH_SPACE = "\u200b"
+
+_FENCE_OPEN = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
+_BACKTICKS = re.compile(r"`+")
+_ESCAPED_MARKUP = re.compile(r"(\\*)([<&])")
+_IMAGE = re.compile(r"(\\*)!\[")
+# Schemes a browser runs or renders as a document. Each is broken only where a URL could
+# start (the colon is followed by something), so "Data: ..." in prose is left alone.
+_UNSAFE_SCHEME = re.compile(r"(?i)(javascript|vbscript|livescript|data)(\s*\\?:)(?=\S)")
+_INFO_WORD = re.compile(r"[\w+#.-]+")
+# Fences that would make the renderer run a library over untrusted input.
+_EXECUTED_LANGUAGES = {"mermaid"}
+# Inside a `<code>` element every character that markdown or the LaTeX renderer reads.
+_CODE_ENTITIES = {c: f"&#{ord(c)};" for c in "\\`*_~[]()!|$#+-.{}:"}
+
+
+def safe_markdown(text: str) -> str:
+    """Markdown that renders like `text` and cannot execute anything."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    out: list[str] = []
+    prose: list[str] = []
+    i = 0
+    while i < len(lines):
+        opened = _FENCE_OPEN.match(lines[i])
+        if opened and not (opened[2][0] == "`" and "`" in opened[3]):
+            end = _fence_end(lines, i + 1, opened[2])
+            indent = len(opened[1])
+            body = [_dedent(line, indent) for line in lines[i + 1:end]]
+            out.extend(_escape_prose(line) for line in prose)
+            prose = []
+            out.append(_fenced(body, _language(opened[3])))
+            i = end + 1
+            continue
+        prose.append(lines[i])
+        i += 1
+    out.extend(_escape_prose(line) for line in prose)
+    # A leading fence keeps its blank line: text put before the result on the same line
+    # (a "⚠️ " prefix, say) then cannot turn the fence into prose.
+    return "\n".join(out).rstrip("\n")
+
+
+def code_block(text: str, language: str = "") -> str:
+    """`text` as one fenced code block that nothing inside it can close."""
+    return _fenced(text.replace("\r\n", "\n").split("\n"), language).strip("\n")
+
+
+def literal(text: str) -> str:
+    """One line of text shown exactly as written (a tool name in a title, say): what
+    markdown would read is escaped; an underscore inside a word (`get_weather`) reads as
+    text already, and stays as it is so the value stays readable."""
+    one_line = " ".join(text.split())
+    out = []
+    for k, c in enumerate(one_line):
+        if c in "<>&\"'":
+            out.append(html.escape(c))
+        elif c == "_" and 0 < k < len(one_line) - 1 and one_line[k - 1].isalnum() and one_line[k + 1].isalnum():
+            out.append(c)
+        elif c.isascii() and not c.isalnum() and not c.isspace():
+            out.append("\\" + c)
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def toast_text(text: str) -> str:
+    """Gradio shows toast messages as HTML through the same sanitiser: plain text only."""
+    return html.escape(str(text), quote=False)
+
+
+def _fence_end(lines: list[str], start: int, fence: str) -> int:
+    """Index of the closing fence line (same character, at least as long), or len(lines)."""
+    closing = re.compile(rf"^ {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
+    for j in range(start, len(lines)):
+        if closing.match(lines[j]):
+            return j
+    return len(lines)
+
+
+def _dedent(line: str, indent: int) -> str:
+    stripped = len(line) - len(line.lstrip(" "))
+    return line[min(indent, stripped):]
+
+
+def _language(info: str) -> str:
+    word = _INFO_WORD.match(info.strip())
+    language = word.group(0) if word else ""
+    return "text" if language.lower() in _EXECUTED_LANGUAGES else language
+
+
+def _fenced(body: list[str], language: str) -> str:
+    longest = max((len(run) for line in body for run in _BACKTICKS.findall(line)), default=0)
+    fence = "`" * max(3, longest + 1)
+    # Blank lines around: the fence can neither be read as part of an earlier paragraph,
+    # list or quote, nor glue what follows to itself.
+    return "\n" + fence + language + "\n" + "\n".join(body) + ("\n" if body else "") + fence + "\n"
+
+
+def _escape_prose(line: str) -> str:
+    """One line outside fenced code: code spans kept, markup characters escaped around them."""
+    out: list[str] = []
+    position = 0
+    for start, end, run in _code_spans(line):
+        out.append(_escape_text(line[position:start]))
+        content = line[start + run:end - run]
+        if _UNSAFE_SCHEME.search(content) or any(c in content for c in "<&") or "![" in content:
+            out.append("<code>" + "".join(_CODE_ENTITIES.get(c) or html.escape(c) for c in _span_text(content))
+                       + "</code>")
+        else:
+            out.append(line[start:end])
+        position = end
+    out.append(_escape_text(line[position:]))
+    return "".join(out)
+
+
+def _code_spans(line: str) -> list[tuple[int, int, int]]:
+    """(start, end, backtick count) of the code spans in one line: a run of n backticks up to
+    the next run of exactly n (CommonMark)."""
+    runs = [(m.start(), m.end()) for m in _BACKTICKS.finditer(line)]
+    spans, k = [], 0
+    while k < len(runs):
+        start, stop = runs[k]
+        length = stop - start
+        closer = next((j for j in range(k + 1, len(runs)) if runs[j][1] - runs[j][0] == length), None)
+        if closer is None or (start > 0 and line[start - 1] == "\\"):
+            k += 1
+            continue
+        spans.append((start, runs[closer][1], length))
+        k = closer + 1
+    return spans
+
+
+def _span_text(content: str) -> str:
+    """What a code span shows: one leading and trailing space go when both are there."""
+    if len(content) >= 2 and content[0] == content[-1] == " " and content.strip():
+        return content[1:-1]
+    return content
+
+
+def _escape_text(text: str) -> str:
+    def markup(match: re.Match) -> str:
+        slashes = match[1]
+        if len(slashes) % 2:  # `\<` already meant a literal `<`: the entity says the same
+            slashes = slashes[:-1]
+        return slashes + ("&lt;" if match[2] == "<" else "&amp;")
+
+    def image(match: re.Match) -> str:
+        slashes = match[1]
+        return match[0] if len(slashes) % 2 else slashes + "&#33;["
+
+    text = _ESCAPED_MARKUP.sub(markup, text)
+    text = _IMAGE.sub(image, text)
+    return _UNSAFE_SCHEME.sub(lambda m: m[1][0] + ZERO_WIDTH_SPACE + m[1][1:] + m[2], text)
+
+
+def restore(shown: str) -> str:
+    """Undo `safe_markdown` for text the user edits in place (the editor shows what the chat
+    shows): entities back to characters, the added marks removed."""
+    def code(match: re.Match) -> str:
+        text = html.unescape(match[1])
+        longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
+        ticks = "`" * (longest + 1)
+        pad = " " if text.startswith("`") or text.endswith("`") else ""
+        return f"{ticks}{pad}{text}{pad}{ticks}"
+
+    text = re.sub(r"<code>(.*?)</code>", code, shown)
+    text = text.replace("&#33;[", "![")
+    text = re.sub(r"&(lt|amp);", lambda m: "<" if m[1] == "lt" else "&", text)
+    return re.sub(r"(?i)(?<=[jvld])" + ZERO_WIDTH_SPACE + r"(?=(avascript|bscript|ivescript|ata)\s*\\?:)", "", text)
