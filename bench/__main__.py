@@ -18,7 +18,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
-from . import browser, inspector_refresh, media_prep, memory, streaming  # noqa: E402
+from . import browser, inspector_refresh, long_chat, media_prep, memory, streaming  # noqa: E402
 from .context import Context  # noqa: E402
 from .harness import Section, table  # noqa: E402
 
@@ -29,6 +29,7 @@ BENCHMARKS = {
     "inspector": inspector_refresh.inspector_refresh,
     "memory": memory.memory_growth,
     "browser": browser.browser_streaming,
+    "long-chat": long_chat.long_chat_streaming,
 }
 
 
