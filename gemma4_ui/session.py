@@ -513,26 +513,26 @@ class SharedChatHandlers:
         """The /declare_tool endpoint: declare a tool from its JSON schema, for this user only;
         it is enabled at once. A refused schema is a warning and a notice saying why; every
         other component keeps its content (the schema stays in the editor, to be fixed).
-        Returns (enabled tools, tools docs, schema box, notice, remove row, remove choice)."""
+        Returns (enabled tools, tools docs, schema box, remove row, remove choice, notice)."""
         try:
             spec = session.declare(schema)
         except ToolSchemaError as err:
             message = f"The tool was not added: {err}"
             gr.Warning(message)
-            return gr.skip(), gr.skip(), gr.skip(), f"⚠️ {message}", gr.skip(), gr.skip()
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), f"⚠️ {message}"
         message = f"Added {spec.name}: when the model calls it, you type the result."
         gr.Info(message)
         enabled = [name for name in (enabled or []) if name != spec.name] + [spec.name]
         return (gr.update(choices=tool_choices(session.tools()), value=enabled), tools_markdown(session.tools()), "",
-                f"✅ {message}", *removable(session))
+                *removable(session), f"✅ {message}")
 
     def remove_tool(self, name: str, enabled: list, session: UserSession):
         """The /remove_tool endpoint: forget one of this user's declared tools.
-        Returns (enabled tools, tools docs, notice, remove row, remove choice)."""
+        Returns (enabled tools, tools docs, remove row, remove choice, notice)."""
         session.remove_declared(name)
         enabled = [tool for tool in (enabled or []) if tool != name]
         return (gr.update(choices=tool_choices(session.tools()), value=enabled), tools_markdown(session.tools()),
-                f"Removed {name}.", *removable(session))
+                *removable(session), f"Removed {name}.")
 
     # -- saving and loading ------------------------------------------------------------------------
 

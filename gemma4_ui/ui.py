@@ -441,11 +441,11 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
 
     # 7. Declared tools (this user only).
     tools.declare.click(handlers.add_tool, [tools.schema_box, layout.options["enabled_tools"], session],
-                        [layout.options["enabled_tools"], tools.tool_docs, tools.schema_box, tools.declare_notice,
-                         tools.remove_row, tools.remove_choice], api_name="declare_tool")
+                        [layout.options["enabled_tools"], tools.tool_docs, tools.schema_box, tools.remove_row,
+                         tools.remove_choice, tools.declare_notice], api_name="declare_tool")
     tools.remove.click(handlers.remove_tool, [tools.remove_choice, layout.options["enabled_tools"], session],
-                       [layout.options["enabled_tools"], tools.tool_docs, tools.declare_notice, tools.remove_row,
-                        tools.remove_choice], api_name="remove_tool")
+                       [layout.options["enabled_tools"], tools.tool_docs, tools.remove_row, tools.remove_choice,
+                        tools.declare_notice], api_name="remove_tool")
 
     # 8. Take it with you: the conversation and the raw template as files; loading back.
     export = with_options(handlers, handlers.export_files,
