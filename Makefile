@@ -22,11 +22,18 @@ $(VENV)/.installed-dev: requirements-dev.txt $(VENV)/.installed
 setup: $(VENV)/.installed
 setup-dev: $(VENV)/.installed-dev chromium
 
-# Browser tests drive Debian's Chromium (Playwright cannot download browsers here).
+# Browser tests drive Debian's Chromium (Playwright cannot download browsers here), and their
+# screenshots need fonts: each package is installed when it is missing, whether or not
+# Chromium already is (without the emoji font every emoji in the UI is an empty box).
+BROWSER_PACKAGES := chromium fonts-noto-color-emoji fonts-liberation fonts-dejavu-core
+
 chromium:
-	@command -v chromium >/dev/null 2>&1 || { \
+	@missing=$$(for p in $(BROWSER_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium fonts-noto-color-emoji; }
+	  echo "installing" $$missing; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
 
 run: setup
 	$(BIN)/python app.py $(ARGS)

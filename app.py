@@ -33,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     from gemma4_ui.ui import CSS, build_ui, enable_queue
 
     demo = enable_queue(build_ui(SharedChatHandlers(engine, settings)), settings.gpu_concurrency)
+    # Quiet: Gradio's own banner tells to "set `share=True` in `launch()`"; this app's way is --share.
     demo.launch(
         server_name=settings.host,
         server_port=settings.port,
@@ -40,7 +41,14 @@ def main(argv: list[str] | None = None) -> int:
         max_file_size=int(settings.limits.max_file_mb * 1024 * 1024),
         css=CSS,
         footer_links=["api", "gradio"],
+        quiet=True,
+        prevent_thread_lock=True,
     )
+    if demo.share_url:
+        logging.info("running at %s, and publicly at %s", demo.local_url, demo.share_url)
+    else:
+        logging.info("running at %s (--share for a public link)", demo.local_url)
+    demo.block_thread()
     return 0
 
 

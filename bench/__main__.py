@@ -18,7 +18,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
-from . import browser, inspector_refresh, media_prep, memory, streaming, token_probabilities  # noqa: E402
+from . import browser, inspector_refresh, long_chat, media_prep, memory, streaming, token_probabilities  # noqa: E402
 from .context import Context  # noqa: E402
 from .harness import Section, table  # noqa: E402
 
@@ -30,6 +30,7 @@ BENCHMARKS = {
     "memory": memory.memory_growth,
     "browser": browser.browser_streaming,
     "probabilities": token_probabilities.token_probability_cost,
+    "long-chat": long_chat.long_chat_streaming,
 }
 
 

@@ -205,6 +205,8 @@ def _notice(done: Done) -> str:
         return "The reply ended in the middle of a tool call, so the call was not run."
     if done.incomplete == "parse":
         return "The model's output could not be parsed; it is shown as plain text."
+    if done.stats.stop_reason == "tool_call":  # the call is gone: _settle runs only without calls
+        return "The model handed over to a tool without calling one, so the reply ends here."
     if done.stats.stop_reason == "length":
         return "Cut off at the max new tokens limit."
     return ""

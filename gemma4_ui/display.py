@@ -128,7 +128,8 @@ def _call_panel(call: ToolCall | None, result: ToolResult | None, key: str, pare
             body += "\n\n⏳ **Waiting for you**: type this tool's result below the chat, or cancel the call."
         else:
             metadata["status"] = "done"
-            metadata["duration"] = round(result.duration, 3)
+            if round(result.duration, 3) > 0:  # a result the user typed has no run time to show ("0s")
+                metadata["duration"] = round(result.duration, 3)
             label = {"ok": "Result", "timeout": "⏱️ Timed out", "cancelled": "Cancelled"}.get(result.status, "❌ Error")
             if result.status != "ok":
                 metadata["title"] += f" — {label.split(' ', 1)[-1].lower()}"

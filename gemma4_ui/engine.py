@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from . import family
-from .config import BUNDLED_NOTE
+from .config import BUNDLED_NOTE, BUNDLED_TRAINED
 from .events import Event
 from .media import MediaItem
 from .prompt import PromptSpec
@@ -42,8 +42,9 @@ class ModelStatus:
         return self.source == "bundled"
 
     def describe(self) -> str:
+        """The whole status, as plain text (the server log, the status line's details)."""
         where = f"on {self.device}" + (f" ({self.dtype})" if self.dtype else "")
-        line = f"**{self.name}** {where}"
+        line = f"{self.name} {where}"
         if self.assistant:
             line += f", drafting with {self.assistant}"
         if self.is_bundled:
@@ -51,6 +52,14 @@ class ModelStatus:
         if self.notice:
             line += f". ⚠️ {self.notice}"
         return line
+
+    def headline(self) -> str:
+        """The status in a few words, for one line on a phone: the model, where it runs, and
+        a flag when its replies are not to be trusted or a notice waits in the details."""
+        parts = [self.name, self.device]
+        if self.is_bundled:
+            parts.append("demo model" if BUNDLED_TRAINED else "random weights")
+        return " · ".join(parts) + (" ⚠️" if self.notice else "")
 
 
 @dataclass

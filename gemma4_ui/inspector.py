@@ -447,15 +447,20 @@ def counts_html(counts: TokenCounts) -> str:
         rows.append((f"🎞️ {video.name}", video.tokens,
                      f"{video.frames} frames × {video.tokens_per_frame} soft tokens + {video.markers} for the "
                      f"timestamps and frame markers, {video.seconds:.1f} s"))
+    # A details column only when a part has details (media): an empty column reads as missing data.
+    detailed = any(note for _, _, note in rows)
+
+    def cell(note: str) -> str:
+        return f"<td>{html.escape(note)}</td>" if detailed else ""
+
     body = "".join(
-        f"<tr><td>{html.escape(name)}</td><td style='text-align:right'>{value:,}</td>"
-        f"<td>{html.escape(note)}</td></tr>"
+        f"<tr><td>{html.escape(name)}</td><td style='text-align:right'>{value:,}</td>{cell(note)}</tr>"
         for name, value, note in rows
     )
-    summary = (f"<tr><td><b>Image soft tokens</b></td><td style='text-align:right'>{counts.image_tokens:,}</td><td></td></tr>"
-               f"<tr><td><b>Audio soft tokens</b></td><td style='text-align:right'>{counts.audio_tokens:,}</td><td></td></tr>"
-               f"<tr><td><b>Video soft tokens</b></td><td style='text-align:right'>{counts.video_tokens:,}</td><td></td></tr>"
-               f"<tr><td><b>Total</b></td><td style='text-align:right'><b>{counts.total:,}</b></td><td></td></tr>")
+    totals = [("Image soft tokens", f"{counts.image_tokens:,}"), ("Audio soft tokens", f"{counts.audio_tokens:,}"),
+              ("Video soft tokens", f"{counts.video_tokens:,}"), ("Total", f"<b>{counts.total:,}</b>")]
+    summary = "".join(f"<tr><td><b>{name}</b></td><td style='text-align:right'>{value}</td>{cell('')}</tr>"
+                      for name, value in totals)
     meter = ""
     if counts.context_length:
         share = counts.total / counts.context_length
@@ -463,5 +468,6 @@ def counts_html(counts: TokenCounts) -> str:
                  f"<div style='width:{min(100.0, share * 100):.2f}%'></div></div>"
                  f"<div class='ctx-label'>{counts.total:,} / {counts.context_length:,} tokens of context "
                  f"({share:.2%})</div>")
-    return (f"<div class='token-counts'>{meter}<table><thead><tr><th>Part</th><th>Tokens</th><th></th></tr>"
+    return (f"<div class='token-counts'>{meter}<table><thead><tr><th>Part</th><th>Tokens</th>"
+            f"{'<th>Details</th>' if detailed else ''}</tr>"
             f"</thead><tbody>{body}{summary}</tbody></table></div>")

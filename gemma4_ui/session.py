@@ -33,10 +33,12 @@ from .display import edited_text, render
 from .engine import Engine
 from .events import ToolCall
 from .inspector import SingleFlight, counting_processor
+from .loading import BUNDLED_TRAINED
 from .media import MediaError, MediaItem, MediaLimits
 from .media_files import load_upload
 from .options import ChatOptions
 from .prompt import build_spec, model_inputs, template_text
+from .reply_data import reply_data
 from .safe_markdown import code_block, literal, safe_markdown, toast_text
 from .tools import ToolRegistry, ToolSchemaError, default_registry
 
@@ -55,6 +57,9 @@ MAX_UPDATES_PER_SECOND = 25
 MAX_UPDATE_SHARE = 0.04
 # ...but never less than one a second, however costly, so the reply is seen to progress.
 MAX_UPDATE_INTERVAL = 1.0
+# The bundled model with random weights writes noise until the limit: offline, while the
+# bundle is untrained, a reply stops here unless the operator set a length.
+UNTRAINED_DEMO_MAX_NEW_TOKENS = 128
 
 
 @dataclass
@@ -222,6 +227,15 @@ class UserSession:
         self.declared = [s for s in self.declared if s["function"]["name"] != spec.name] + [spec.schema]
         return spec
 
+    def remove_declared(self, name: str) -> None:
+        """Forget one of this user's declared tools (a built-in one stays)."""
+        if any(s["function"]["name"] == name for s in self.declared):
+            self.tools().remove(name)
+            self.declared = [s for s in self.declared if s["function"]["name"] != name]
+
+    def declared_names(self) -> list[str]:
+        return [s["function"]["name"] for s in self.declared]
+
 
 class SharedChatHandlers:
     """The handlers every user's events call. They hold the engine, the settings and the
@@ -238,7 +252,12 @@ class SharedChatHandlers:
         return UserSession(self.registry)
 
     def default_options(self) -> ChatOptions:
-        return ChatOptions.from_settings(self.settings)
+        options = ChatOptions.from_settings(self.settings)
+        status = getattr(self.engine, "status", None)
+        untrained_demo = status is not None and status.is_bundled and not BUNDLED_TRAINED
+        if untrained_demo and self.settings.max_new_tokens == Settings.max_new_tokens:
+            options.max_new_tokens = min(UNTRAINED_DEMO_MAX_NEW_TOKENS, options.max_new_tokens)
+        return options
 
     # -- sending -----------------------------------------------------------------------------
 
@@ -275,18 +294,33 @@ class SharedChatHandlers:
                 request: gr.Request = None):
         """The /chat endpoint: a message (text and files) in, the streamed chat out. A client
         tool still waiting for its result is cancelled, visibly: the user moved on."""
+        yield from self._respond(render, message, conversation, session, options)
+
+    def reply(self, message, conversation: Conversation, session: UserSession, options: ChatOptions,
+              request: gr.Request = None):
+        """The /reply endpoint: the same turn as /chat, the reply streamed as data (answer,
+        thought, tool calls with their results, stats; notices apart)."""
+        sent = None
+        for data, conv, _ in self._respond(reply_data, message, conversation, session, options,
+                                           empty_notice="The message is empty: send text or a file."):
+            if data is not None and data != sent:
+                sent = data
+                yield data, conv
+
+    def _respond(self, view, message, conversation: Conversation, session: UserSession, options: ChatOptions,
+                 empty_notice: str = ""):
         draft = Draft.from_value(message)
         if draft.empty:  # also when the browser's check refused the draft: its notice stays
-            yield gr.update(), conversation, None
+            yield (view(conversation, notice=empty_notice) if empty_notice else gr.update()), conversation, None
             return
         try:
             turn = self.user_turn(draft, session)
         except MediaError as err:
-            yield render(conversation, notice=str(err)), conversation, draft.as_value()
+            yield view(conversation, notice=str(err)), conversation, draft.as_value()
             return
         session.uploads.sent(turn.media)
         started = Conversation(_moved_on(conversation).turns + [turn])
-        yield from self._stream(started, options, session, on_fail=(conversation, draft))
+        yield from self._stream(started, options, session, on_fail=(conversation, draft), view=view)
 
     def retry(self, conversation: Conversation, session: UserSession, options: ChatOptions,
               request: gr.Request = None):
@@ -362,17 +396,19 @@ class SharedChatHandlers:
     def reset(self, session: UserSession):
         """New conversation (or the Chatbot's clear button), also in the middle of a reply:
         the reply stops and nothing from it reaches the new chat.
-        Returns (chat, conversation, draft to give back, composer, Stop button, tool row)."""
+        The files exported from the last conversation go from the list.
+        Returns (chat, conversation, draft to give back, composer, Stop button, tool row, exported files)."""
         session.turns.reset()
         session.in_flight = None
         return ([], Conversation(), None, gr.update(value=None, interactive=True), gr.update(interactive=False),
-                gr.update(visible=False))
+                gr.update(visible=False), None)
 
     # -- streaming ---------------------------------------------------------------------------
 
     def _stream(self, conversation: Conversation, options: ChatOptions, session: UserSession,
-                on_fail: tuple[Conversation, Draft] | None) -> Iterator[tuple]:
-        """Run the turn and yield (chat, conversation, draft to give back) at a bounded rate.
+                on_fail: tuple[Conversation, Draft] | None, view=render) -> Iterator[tuple]:
+        """Run the turn and yield (`view` of it: the chat, or the reply as data; conversation;
+        draft to give back) at a bounded rate.
         If the engine fails before producing anything, the conversation is handed back as it
         was and the draft returns to the composer. A turn the user replaced with a new
         conversation yields nothing more."""
@@ -383,7 +419,7 @@ class SharedChatHandlers:
                 yield gr.skip(), gr.skip(), gr.skip()
                 return
             session.in_flight = (ticket, conversation)
-            yield render(conversation), conversation, None
+            yield view(conversation), conversation, None
             pacer = UpdatePacer()
             snapshot: Snapshot | None = None
             for snapshot in TurnRunner(self.engine, session.tools()).run(conversation, options, ticket.cancel):
@@ -394,7 +430,7 @@ class SharedChatHandlers:
                 if snapshot.error:
                     break
                 started = time.perf_counter()
-                yield render(snapshot.conversation, snapshot.live), snapshot.conversation, None
+                yield view(snapshot.conversation, snapshot.live), snapshot.conversation, None
                 pacer.sent(started)
             if session.turns.superseded(ticket):
                 yield gr.skip(), gr.skip(), gr.skip()
@@ -406,12 +442,12 @@ class SharedChatHandlers:
         if snapshot is not None and snapshot.error:
             gr.Warning(toast_text(snapshot.error))
             if snapshot.conversation is not conversation:  # the turn kept a partial reply and says why
-                yield render(snapshot.conversation), snapshot.conversation, None
+                yield view(snapshot.conversation), snapshot.conversation, None
             elif on_fail is not None:  # nothing was produced: the message goes back to the composer
                 before, draft = on_fail
-                yield render(before, notice=snapshot.error), before, draft.as_value()
+                yield view(before, notice=snapshot.error), before, draft.as_value()
             else:
-                yield render(conversation, notice=snapshot.error), conversation, None
+                yield view(conversation, notice=snapshot.error), conversation, None
 
     # -- after a turn, and the inspector -------------------------------------------------------
 
@@ -499,18 +535,26 @@ class SharedChatHandlers:
         """The /declare_tool endpoint: declare a tool from its JSON schema, for this user only;
         it is enabled at once. A refused schema is a warning and a notice saying why; every
         other component keeps its content (the schema stays in the editor, to be fixed).
-        Returns (enabled tools, tools docs, schema box, notice)."""
+        Returns (enabled tools, tools docs, schema box, remove row, remove choice, notice)."""
         try:
             spec = session.declare(schema)
         except ToolSchemaError as err:
             message = f"The tool was not added: {err}"
             gr.Warning(toast_text(message))
-            return gr.skip(), gr.skip(), gr.skip(), safe_markdown(f"⚠️ {message}")
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), safe_markdown(f"⚠️ {message}")
         message = f"Added {spec.name}: when the model calls it, you type the result."
         gr.Info(toast_text(message))
         enabled = [name for name in (enabled or []) if name != spec.name] + [spec.name]
         return (gr.update(choices=tool_choices(session.tools()), value=enabled), tools_markdown(session.tools()), "",
-                safe_markdown(f"✅ {message}"))
+                *removable(session), safe_markdown(f"✅ {message}"))
+
+    def remove_tool(self, name: str, enabled: list, session: UserSession):
+        """The /remove_tool endpoint: forget one of this user's declared tools.
+        Returns (enabled tools, tools docs, remove row, remove choice, notice)."""
+        session.remove_declared(name)
+        enabled = [tool for tool in (enabled or []) if tool != name]
+        return (gr.update(choices=tool_choices(session.tools()), value=enabled), tools_markdown(session.tools()),
+                *removable(session), safe_markdown(f"Removed {name}."))
 
     # -- saving and loading ------------------------------------------------------------------------
 
@@ -594,14 +638,21 @@ def _submitted_at() -> float | None:
 
 
 def tool_choices(registry: ToolRegistry) -> list[tuple[str, str]]:
-    return [(f"{spec.label} — {spec.name}", spec.name) for spec in registry.specs()]
+    return [(spec.name if spec.label == spec.name else f"{spec.label} — {spec.name}", spec.name)
+            for spec in registry.specs()]
+
+
+def removable(session: UserSession) -> tuple:
+    """The remove-a-tool row: shown while the user has declared tools."""
+    names = session.declared_names()
+    return gr.update(visible=bool(names)), gr.update(choices=names, value=names[-1] if names else None)
 
 
 def tools_markdown(registry: ToolRegistry) -> str:
     parts = []
     for spec in registry.specs():
         kind = {"builtin": "built-in", "python": "Python", "declared": "declared: you type its results"}[spec.source]
-        demo = " · **demo, sample data**" if spec.demo else ""
+        demo = " · <i>demo, sample data</i>" if spec.demo and "sample data" not in spec.label else ""
         parts.append(f"<details><summary><b>{literal(spec.label)}</b> <code>{literal(spec.name)}</code> "
                      f"({kind}{demo})</summary>\n\n{code_block(json.dumps(spec.schema, indent=2), 'json')}\n"
                      "</details>")

@@ -10,7 +10,9 @@ soft-token-map, template-expanded-colour, token-probabilities.
 from __future__ import annotations
 
 import functools
+import html
 import inspect
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -28,8 +30,22 @@ from .soft_token_map import CSS as SOFT_TOKEN_MAP_CSS
 from .tools import ToolRegistry
 
 CSS = """
-#model-status { font-size: 0.95em; }
-#model-status p { margin: 0; }
+/* The chat takes the height the screen has (a projector, a laptop, a phone), so the
+   composer and the last message are on the first screen; what sits above and below the
+   chat (the header, the composer, the buttons) is what the calc subtracts. */
+:root { --chat-height: max(320px, calc(100dvh - 250px)); }
+#header { flex-wrap: nowrap; align-items: center; gap: 12px; }
+#header > * { min-width: 0; }
+#title { flex: 0 0 auto; width: auto; }
+#title h2 { margin: 0; white-space: nowrap; }
+#model-status { flex: 1 1 auto; font-size: 0.95em; }
+#model-status summary { cursor: pointer; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+#model-status details[open] summary { white-space: normal; }
+#model-status p { margin: 4px 0 0; }
+#chatbot { height: var(--chat-height) !important; }
+/* The idle Stop button is plainly off, not a faded red. */
+#stop:disabled { background: var(--button-secondary-background-fill); color: var(--body-text-color-subdued);
+                 border-color: var(--button-secondary-border-color); opacity: 1; }
 .ctx-meter { height: 10px; background: var(--block-border-color); border-radius: 5px; overflow: hidden; }
 .ctx-meter > div { height: 100%; background: var(--color-accent); }
 .ctx-label { font-size: 0.85em; margin: 4px 0 8px; }
@@ -37,11 +53,26 @@ CSS = """
 #chatbot .reply-stats { font-size: 0.75em; opacity: 0.65; margin-top: 4px; font-variant-numeric: tabular-nums; }
 #template-raw .textfield { font-family: var(--font-mono); white-space: pre-wrap; font-size: 0.85em; }
 #template-expanded textarea, #raw-output textarea { font-family: var(--font-mono); font-size: 0.85em; }
+/* Gradio puts a divider after the last footer link when some links are left out. */
+footer .divider:last-child { display: none; }
+#actions { flex-wrap: nowrap; }
+#actions > button { min-width: 0; }
 @media (max-width: 640px) {
-  #chatbot { height: 60vh !important; }
-  #title h2 { font-size: 1.2em; }
+  :root { --chat-height: max(240px, calc(100dvh - 250px)); }
+  /* Examples in the empty chat: two compact columns, all on the first screen. */
+  #chatbot .examples { grid-template-columns: repeat(2, minmax(0, 1fr)); padding: var(--spacing-md);
+                       gap: var(--spacing-md); }
+  #chatbot .example { padding: var(--spacing-md) var(--spacing-lg); }
+  #title h2 { font-size: 1.15em; }
+  #model-status { font-size: 0.85em; }
 }
 """ + SOFT_TOKEN_MAP_CSS + token_probabilities.CSS + EXPANDED_VIEW_CSS
+
+# How the Chatbot renders messages. Gradio's Chatbot re-processes its messages on each
+# streamed update, so what a message costs is paid again and again late in a long chat:
+# no LaTeX scan (Gemma's replies are markdown and code; `$` in them is money, not maths).
+CHAT_RENDERING = dict(latex_delimiters=[])
+
 
 def _examples() -> tuple[list[list], list[str]]:
     """One example per capability, with the media shipped in assets/examples/: rows of
@@ -62,6 +93,28 @@ def _examples() -> tuple[list[list], list[str]]:
         ("🧮 Calculator", {"text": "What's 17.5% of 2,340?", "files": []}, False, ["calculator"]),
     ]
     return [list(row[1:]) for row in rows], [row[0] for row in rows]
+
+
+def _chat_examples() -> list[dict]:
+    """The same examples inside the empty chat, where a phone's first screen shows them:
+    one tap fills the composer (and the example's settings) as the gallery does."""
+    rows, labels = _examples()
+    return [{"text": message["text"], "display_text": label} for (message, _, _), label in zip(rows, labels)]
+
+
+# What a declared tool looks like: the model calls it, the user types its result.
+EXAMPLE_SCHEMA = json.dumps({
+    "name": "lookup_order",
+    "description": "Finds an order by its number and tells its status.",
+    "parameters": {"type": "object", "properties": {"order_id": {"type": "integer", "description": "The order number"}},
+                   "required": ["order_id"]},
+}, indent=2)
+
+
+def _status_html(status) -> str:
+    """One line (the model, where it runs, how far to trust it); the whole status on a tap."""
+    return (f"<details><summary>{html.escape(status.headline())}</summary>"
+            f"<p>{html.escape(status.describe())}</p></details>")
 
 
 QUEUE_POLL_SECONDS = 0.01
@@ -130,6 +183,9 @@ class ToolsTab:
     schema_box: gr.Code
     declare: gr.Button
     declare_notice: gr.Markdown
+    remove_row: gr.Row
+    remove_choice: gr.Dropdown
+    remove: gr.Button
 
 
 @dataclass
@@ -149,21 +205,21 @@ class Layout:
 
 def _chat_column() -> ChatColumn:
     chatbot = gr.Chatbot(
-        elem_id="chatbot", show_label=False, height=560, editable="user", buttons=["copy"],
-        placeholder="Ask something, attach an image, audio or video, or pick an example below.",
-        group_consecutive_messages=False,
+        elem_id="chatbot", show_label=False, height="var(--chat-height)", editable="user", buttons=["copy"],
+        placeholder="Ask something, attach an image, audio or video, or pick an example.",
+        group_consecutive_messages=False, examples=_chat_examples(), **CHAT_RENDERING,
     )
     composer = gr.MultimodalTextbox(
         elem_id="composer", show_label=False, sources=["upload", "microphone"],
         file_types=["image", "audio", "video"], file_count="multiple",
-        placeholder="Message Gemma 4 — Enter to send, Shift+Enter for a new line",
+        placeholder="Message Gemma 4",
     )
     staged = gr.MultimodalTextbox(visible=False, file_count="multiple")
     with gr.Row(visible=False) as tool_row:
         tool_answer = gr.Textbox(label="Result for the tool call (JSON or text)", scale=4, elem_id="tool-answer")
         tool_submit = gr.Button("Send result", variant="primary", scale=1, elem_id="tool-submit")
         tool_cancel = gr.Button("Cancel call", scale=1, elem_id="tool-cancel")
-    with gr.Row():
+    with gr.Row(elem_id="actions"):
         stop = gr.Button("⏹ Stop", elem_id="stop", variant="stop", size="sm", interactive=False)
         new_chat = gr.Button("🆕 New conversation", elem_id="new-chat", size="sm")
     with gr.Accordion("🎯 Token probabilities of the last reply", open=False,
@@ -236,9 +292,14 @@ def _tools_tab(defaults: ChatOptions, registry: ToolRegistry) -> tuple[ToolsTab,
     tool_docs = gr.Markdown(tools_markdown(registry), elem_id="tool-docs")
     schema_box = gr.Code(language="json", label="Declare a tool (JSON schema)", lines=8, elem_id="declare-schema",
                          interactive=True)
+    gr.Examples([[EXAMPLE_SCHEMA]], inputs=[schema_box], label="Example schema",
+                example_labels=["📦 lookup_order: you type the order's status"])
     declare = gr.Button("Add tool", size="sm", elem_id="declare-tool")
     declare_notice = gr.Markdown(elem_id="declare-notice")
-    return ToolsTab(tool_docs, schema_box, declare, declare_notice), options
+    with gr.Row(visible=False, elem_id="remove-tool-row") as remove_row:
+        remove_choice = gr.Dropdown([], label="Declared tool", scale=3, elem_id="remove-tool-name")
+        remove = gr.Button("Remove tool", size="sm", scale=1, elem_id="remove-tool")
+    return ToolsTab(tool_docs, schema_box, declare, declare_notice, remove_row, remove_choice, remove), options
 
 
 def build_layout(handlers: SharedChatHandlers) -> Layout:
@@ -248,9 +309,9 @@ def build_layout(handlers: SharedChatHandlers) -> Layout:
     session = gr.State(handlers.new_session(), time_to_live=SESSION_SECONDS)
     restore = gr.State(None)
 
-    with gr.Row(equal_height=False):
+    with gr.Row(equal_height=False, elem_id="header"):
         gr.Markdown("## 💎 Gemma 4 UI", elem_id="title")
-        gr.Markdown(handlers.engine.status.describe(), elem_id="model-status")
+        gr.HTML(_status_html(handlers.engine.status), elem_id="model-status", padding=False)
 
     with gr.Row(equal_height=False):
         with gr.Column(scale=3, min_width=320):
@@ -345,6 +406,22 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
         event(functools.partial(handlers.show_probabilities, shown), [conversation, session], chat.probabilities,
               queue=False, **private)
 
+    # 1c. The same turn for scripts, the reply as data (no button: an API endpoint only).
+    reply_trigger, reply_out = gr.Button(visible=False), gr.JSON(visible=False)
+    reply_trigger.click(with_options(handlers, handlers.reply, [("message", empty), *turn]),
+                        [chat.staged, conversation, session, *options], [reply_out, conversation], api_name="reply",
+                        **gpu)
+
+    # 1d. An example in the empty chat fills the composer and the example's settings.
+    example_rows, _ = _examples()
+
+    def pick_example(evt: gr.SelectData):
+        message, thinking, tools_on = example_rows[evt.index]
+        return {"text": message["text"], "files": list(message["files"])}, thinking, tools_on
+
+    chat.chatbot.example_select(pick_example, None, [chat.composer, layout.options["thinking"],
+                                                     layout.options["enabled_tools"]], queue=False, **private)
+
     # 2. Stop: the running or queued turn stops (the reply it has so far stays).
     chat.stop.click(handlers.stop, [session], None, queue=False, api_name="stop")
 
@@ -372,7 +449,7 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
         ).then(**after)
 
     # 5. New conversation, also from the Chatbot's own trash button: a reply still streaming stops.
-    reset_outputs = [chat.chatbot, conversation, restore, chat.composer, chat.stop, chat.tool_row]
+    reset_outputs = [chat.chatbot, conversation, restore, chat.composer, chat.stop, chat.tool_row, inspector.exported]
     chat.new_chat.click(handlers.reset, [session], reset_outputs, api_name="new_conversation", queue=False).then(
         **after)
     chat.chatbot.clear(handlers.reset, [session], reset_outputs, queue=False, **private).then(**after)
@@ -391,8 +468,11 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
 
     # 7. Declared tools (this user only).
     tools.declare.click(handlers.add_tool, [tools.schema_box, layout.options["enabled_tools"], session],
-                        [layout.options["enabled_tools"], tools.tool_docs, tools.schema_box, tools.declare_notice],
-                        api_name="declare_tool")
+                        [layout.options["enabled_tools"], tools.tool_docs, tools.schema_box, tools.remove_row,
+                         tools.remove_choice, tools.declare_notice], api_name="declare_tool")
+    tools.remove.click(handlers.remove_tool, [tools.remove_choice, layout.options["enabled_tools"], session],
+                       [layout.options["enabled_tools"], tools.tool_docs, tools.remove_row, tools.remove_choice,
+                        tools.declare_notice], api_name="remove_tool")
 
     # 8. Take it with you: the conversation and the raw template as files; loading back.
     export = with_options(handlers, handlers.export_files,

@@ -83,45 +83,6 @@ def test_attaching_an_image_updates_the_soft_token_count_before_sending(app_serv
     screenshot(page, "inspector-before-send")
 
 
-def no_horizontal_scroll(page) -> bool:
-    return page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth + 1")
-
-
-def test_phone_layout(app_server, browser):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True,
-                                  has_touch=True)
-    page = context.new_page()
-    try:
-        open_app(page, app_server.url)
-        assert no_horizontal_scroll(page), "nothing sticks out sideways"
-        for element in ("#model-status", "#chatbot", "#composer", "#stop"):
-            box = page.locator(element).bounding_box()
-            assert box and box["width"] <= 390 and box["x"] >= 0, element
-        page.fill("#composer textarea", "Hello from a phone")
-        page.keyboard.press("Enter")
-        page.wait_for_function("() => document.querySelector('#chatbot').innerText.includes('Hello from a phone')",
-                               timeout=30_000)
-        page.wait_for_function("() => !document.querySelector('#composer textarea').disabled", timeout=120_000)
-        screenshot(page, "phone")
-    finally:
-        context.close()
-
-
-def test_projector_layout(app_server, browser):
-    context = browser.new_context(viewport={"width": 1920, "height": 1080})
-    page = context.new_page()
-    try:
-        open_app(page, app_server.url)
-        assert no_horizontal_scroll(page)
-        chat, inspector = page.locator("#chatbot").bounding_box(), page.locator("#token-counts").bounding_box()
-        assert chat["x"] + chat["width"] <= inspector["x"], "the chat and the inspector sit side by side"
-        font = page.evaluate("() => parseFloat(getComputedStyle(document.querySelector('#composer textarea')).fontSize)")
-        assert font >= 14
-        screenshot(page, "projector")
-    finally:
-        context.close()
-
-
 def test_microphone_recording_is_attached_and_counted(app_server, playwright):
     """Chromium's fake microphone (a beep) through the composer's recorder."""
     from conftest import CHROMIUM, CHROMIUM_ARGS

@@ -166,3 +166,11 @@ def test_output_cut_off_is_reported_not_run(processor, cut):
     _, conv, _ = run_turn(processor, [cut], thinking=True)
     turn = conv.turns[-1]
     assert not turn.rounds and turn.notice
+
+
+def test_a_stray_tool_response_token_ends_the_reply_with_a_reason(processor):
+    """The model hands over to a tool (`<|tool_response>`) without having called one."""
+    _, conv, _ = run_turn(processor, ["Let me check.<|tool_response>"])
+    turn = conv.turns[-1]
+    assert turn.content == "Let me check." and not turn.rounds
+    assert turn.notice == "The model handed over to a tool without calling one, so the reply ends here."

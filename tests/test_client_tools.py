@@ -43,6 +43,7 @@ def test_declare_call_answer_resume(replay_server):
 
     chat = client.predict('{"status": "shipped"}', enabled_tools=["lookup_order"], api_name="/tool_result")
     assert chat[-2]["metadata"]["status"] == "done" and '"shipped"' in text_of(chat[-2])
+    assert not chat[-2]["metadata"].get("duration"), "a result the user typed has no run time (no '0s')"
     assert text_of(chat[-1]) == "Your order has shipped."
     assert 'response:lookup_order{status:<|"|>shipped<|"|>}' in engine.prompts[1]
 
@@ -72,7 +73,7 @@ def test_a_bad_schema_is_refused_with_a_clear_message(replay_server):
 
 
 def test_the_calculator_round_through_the_app(processor):
-    """Issue 5's scenario: "what's 17.5% of 2,340?" with the calculator on. The model's call and
+    """The calculator scenario: "what's 17.5% of 2,340?" with the calculator on. The model's call and
     answer are recorded Gemma 4 text; the app parses the call, checks it, runs the real
     calculator, shows the call with its result in a panel, feeds the result back, and shows the
     answer."""
@@ -89,3 +90,22 @@ def test_the_calculator_round_through_the_app(processor):
     assert '"expression": "17.5% of 2,340"' in text_of(panel) and "409.5" in text_of(panel)
     assert text_of(chat[-1]) == "17.5% of 2,340 is 409.5." and chat[-1]["metadata"] is None
     assert 'response:calculator{expression:<|"|>17.5 / 100 * 2340<|"|>,result:409.5}' in engine.prompts[-1]
+
+
+def test_a_declared_tool_can_be_removed(replay_server):
+    server, _ = replay_server
+    client = server.client()
+    enabled, docs, *_ = client.predict(json.dumps(SCHEMA), api_name="/declare_tool")
+    assert enabled["value"] == ["lookup_order"] and "lookup_order" in docs
+    assert ("lookup_order", "lookup_order") in [tuple(choice) for choice in enabled["choices"]], "named once"
+    enabled, docs, *_ = client.predict("lookup_order", ["lookup_order", "calculator"], api_name="/remove_tool")
+    assert enabled["value"] == ["calculator"] and "lookup_order" not in docs and "calculator" in docs
+
+
+def test_new_conversation_clears_the_exported_files(replay_server):
+    server, _ = replay_server
+    client = server.client()
+    client.predict({"text": "Hello", "files": []}, api_name="/chat")
+    assert len(client.predict("", api_name="/export")) == 2
+    assert client.predict(api_name="/new_conversation")[-1] is None
+

@@ -166,6 +166,17 @@ def test_counts_html_has_the_meter(processor):
     assert "ctx-meter" in html and "131,072" in html
 
 
+def test_counts_table_has_a_details_column_only_when_a_part_has_details(processor, tmp_path):
+    import re
+
+    def columns(html: str) -> set[int]:
+        return {len(re.findall(r"<t[dh]", row)) for row in re.findall(r"<tr>(.*?)</tr>", html)}
+
+    assert columns(inspector.counts_html(counts_for(processor, [])[1])) == {2}
+    with_image = inspector.counts_html(counts_for(processor, [make_image(tmp_path / "p.png", (640, 480))])[1])
+    assert columns(with_image) == {3} and "<th>Details</th>" in with_image and "640×480" in with_image
+
+
 def test_the_inspectors_cached_counting_equals_the_real_processor(processor, tmp_path):
     """The inspector counts with a copy of the processor that expands each medium once; its
     ids must equal the real processor's, token for token, for every kind of media, twice."""

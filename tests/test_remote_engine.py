@@ -53,7 +53,7 @@ from gemma4_ui.transcript import last_reply
 EXAMPLES = ROOT / "assets" / "examples"
 TINY = str(BUNDLED_MODEL)
 needs_trained_model = pytest.mark.skipif(
-    not BUNDLED_TRAINED, reason="needs the trained bundled model (issue 8); random weights neither think nor call tools")
+    not BUNDLED_TRAINED, reason="needs the trained bundled model (scripts/train_tiny_gemma4.py); random weights neither think nor call tools")
 
 
 # -- the real server ------------------------------------------------------------------------------

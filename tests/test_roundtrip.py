@@ -104,7 +104,7 @@ def test_final_answer_after_tool(processor, render):
     done = parse_reply(processor.tokenizer, output, prompt)
     assert done.content == "The current weather in Tokyo is 15 degrees Celsius and sunny."
 
-    history[-1] = {**history[-1], "content": done.content}  # seed 003: message[-1]["content"] = output
+    history[-1] = {**history[-1], "content": done.content}  # as the function-calling guide does: message[-1]["content"] = output
     assert render(history) == prompt + output + "\n"
     follow_up = {"role": "user", "content": "And tomorrow?"}
     assert render(history + [follow_up], add_generation_prompt=True) == prompt + output + "\n<|turn>user\nAnd tomorrow?<turn|>\n<|turn>model\n"

@@ -4,7 +4,9 @@ by the real bundled processor.
 - tests/golden/<case>.json is a case's input (messages, tools, template kwargs and the rule it
   pins) and <case>.txt its exact rendering: one case per rule of the protocol doc, plus the
   choices the doc leaves open.
-- tests/golden/seed*.txt are the raw-template examples of the two seed documents, copied
+- tests/golden/seed*.txt are the raw-template examples of the two public documents that
+  docs/gemma4-protocol.md draws on (seed000: the prompt-format write-up; seed003: Google's Gemma 4
+  function-calling guide for transformers), copied
   verbatim. Each is reproduced byte for byte, except where the tests below say why not:
   `} }` is an artifact of the documentation site (the real bytes are `}}`); the large models
   append an empty thought that the small ones (and ours) do not; and the page collapsed a blank
@@ -52,7 +54,7 @@ def without_space_artifact(seed: str) -> str:
     return seed
 
 
-# -- the seeds' functions and messages ------------------------------------------------------------
+# -- the documents' functions and messages ---------------------------------------------------------
 
 
 def get_current_weather(location: str, unit: str = "celsius"):
@@ -80,7 +82,7 @@ def get_current_temperature(location: str):
     return "15°C"
 
 
-WEATHER_FUNCTION_SCHEMA = {  # seed 003, the hand-written JSON schema
+WEATHER_FUNCTION_SCHEMA = {  # the function-calling guide's hand-written JSON schema
     "type": "function",
     "function": {
         "name": "get_current_temperature",
@@ -144,7 +146,7 @@ def test_every_rule_has_a_case():
     assert sorted(case for cases in rules.values() for case in cases) == CASES
 
 
-# -- seed 000 (the three layers; its examples come from the 31B template) ------------------------
+# -- the prompt-format write-up (the three layers; its examples come from the 31B template) --------
 
 
 def test_seed000_thinking_prompt(processor):
@@ -207,7 +209,7 @@ def test_seed000_processor_expands_the_image_placeholder(processor):
     assert expanded == prompt.replace("<|image|>", "<|image>" + "<|image|>" * 266 + "<image|>")
 
 
-# -- seed 003 (function calling with the E2B) -------------------------------------------------------
+# -- the function-calling guide (function calling with the E2B) ------------------------------------
 
 
 def test_seed003_json_schema_prompt_and_call(processor):
@@ -242,10 +244,10 @@ def test_seed003_full_history(processor):
     # The history with the answer appended, rendered again; the turn's newline follows.
     history[-1] = {**history[-1], "content": answer}
     assert render(processor, history, [get_current_weather]) == expected + "\n"
-    assert 'response:get_current_weather{temperature:15,weather:<|"|>sunny<|"|>}' in expected  # seed 003's note
+    assert 'response:get_current_weather{temperature:15,weather:<|"|>sunny<|"|>}' in expected  # the guide's note
 
 
-# -- the documented differences, one test each -------------------------------------------------------
+# -- the documented differences, one test each -----------------------------------------------------
 
 
 def test_difference_space_in_closing_braces_is_a_documentation_artifact(processor):
@@ -259,7 +261,7 @@ def test_difference_space_in_closing_braces_is_a_documentation_artifact(processo
 
 def test_difference_large_models_append_an_empty_thought(processor):
     """Seed 000 comes from the 31B template, which appends an empty thought after
-    `<|turn>model\\n` when thinking is off. The small models (E2B/E4B, seed 003) and the bundled
+    `<|turn>model\\n` when thinking is off. The small models (E2B/E4B, the function-calling guide) and the bundled
     model append nothing."""
     assert golden("seed000_empty_thought_suffix") == "<|turn>model\n" + EMPTY_THOUGHT
     seed = golden("seed000_haiku")

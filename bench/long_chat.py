@@ -1,0 +1,117 @@
+"""Long chat: a 2,000-token reply with code blocks streaming into a chat of 40 messages, in
+Chromium, with the app's Chatbot settings and, side by side, with the settings the app had
+before (Gradio's defaults: LaTeX scanned in every message on every update).
+
+Each variant is the real app in its own process, its replies held to the tokens of a
+markdown text with code blocks (`scripted_reply.py`). A fresh tab loads the 40-message
+conversation through the app's own "Load a conversation", then streams the reply while the
+page records, from inside: visible updates (animation frames in which the chat changed),
+the long tasks Chromium reports (main-thread tasks over 50 ms), and DevTools' main-thread
+busy time per update. The same reply into an empty chat gives the early-chat cost, so the
+late chat can be compared with it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from .app_server import CHAT_RENDERING, SCRIPTED_TOKENS, AppProcess
+from .browser import set_reply_length, task_seconds
+from .chromium import app_page, browser
+from .context import Context
+from .harness import Figure, Section, Target, interleaved, paired
+from .scripted_reply import long_chat
+
+MESSAGES = 40
+# The Chatbot as the app set it up before: Gradio's defaults.
+TODAY = {}
+PROMPT = "Show me the next steps, with code."
+MONITOR = """() => {
+    const m = window.__bench = {visible: [], longTasks: [], stop: false};
+    let changed = false;
+    new MutationObserver(() => { changed = true; }).observe(
+        document.querySelector('#chatbot'), {subtree: true, childList: true, characterData: true});
+    const tick = (now) => { if (changed) { m.visible.push(now); changed = false; }
+                            if (!m.stop) requestAnimationFrame(tick); };
+    requestAnimationFrame(tick);
+    new PerformanceObserver(list => list.getEntries().forEach(e => m.longTasks.push(e.duration)))
+        .observe({type: 'longtask'});
+}"""
+MESSAGES_SHOWN = "() => document.querySelectorAll('#chatbot .message-row').length"
+STREAMING = "() => document.querySelector('#composer textarea').disabled"
+
+
+def load_chat(page, saved) -> None:
+    page.get_by_role("tab", name="Save / load").click()  # tabs render when first shown
+    page.set_input_files("#upload-chat input[type=file]", str(saved))
+    page.wait_for_function(f"() => ({MESSAGES_SHOWN})() >= {MESSAGES}", timeout=120_000)
+    page.get_by_role("tab", name="Inspector").click()
+    time.sleep(1.0)  # the inspector's refresh after loading
+
+
+def stream(page, tokens: int) -> dict:
+    """Send the prompt; the reply's visible updates, long tasks and main-thread ms per update."""
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Performance.enable")
+    set_reply_length(page, tokens)
+    page.evaluate(MONITOR)
+    page.fill("#composer textarea", PROMPT)
+    busy0 = task_seconds(cdp)
+    page.keyboard.press("Enter")
+    page.wait_for_function(STREAMING, timeout=30_000)
+    page.wait_for_function("() => !document.querySelector('#composer textarea').disabled", timeout=600_000,
+                           polling=500)
+    busy = task_seconds(cdp) - busy0
+    page.evaluate("window.__bench.stop = true")
+    monitor = page.evaluate("window.__bench")
+    cdp.detach()
+    visible = monitor["visible"]
+    seconds = (visible[-1] - visible[0]) / 1000
+    return {"updates per second": (len(visible) - 1) / seconds, "longest task": max(monitor["longTasks"], default=0.0),
+            "ms per update": 1000 * busy / max(1, len(visible))}
+
+
+def one_reply(chromium, app: AppProcess, saved, tokens: int, with_history: bool) -> dict:
+    before = len(app.recorded_rounds())
+    with app_page(chromium, app.url) as page:
+        if with_history:
+            load_chat(page, saved)
+        result = stream(page, tokens)
+    generated = [r["generated_tokens"] for r in app.recorded_rounds()[before:]]
+    assert generated == [tokens], f"the server generated {generated}, not [{tokens}]"
+    return result
+
+
+def long_chat_streaming(ctx: Context) -> Section:
+    tokens = ctx.sizes.browser_tokens
+    saved = ctx.workdir / "long-chat.json"
+    saved.write_text(long_chat(MESSAGES), encoding="utf-8")
+    scripted = {SCRIPTED_TOKENS: str(tokens)}
+    app = ctx.fresh_app(scripted)
+    before = ctx.fresh_app({**scripted, CHAT_RENDERING: json.dumps(TODAY)})
+    with browser() as chromium:
+        sides = {
+            "app, 40 messages": lambda: one_reply(chromium, app, saved, tokens, True),
+            "app, empty chat": lambda: one_reply(chromium, app, saved, tokens, False),
+            "before, 40 messages": lambda: one_reply(chromium, before, saved, tokens, True),
+        }
+        runs = interleaved(sides, min(ctx.runs, 3))
+    column = lambda side, key: [r[key] for r in runs[side]]  # noqa: E731
+    late = column("app, 40 messages", "ms per update")
+    early = column("app, empty chat", "ms per update")
+    figures = []
+    for side in ("app, 40 messages", "before, 40 messages"):
+        app_side = side.startswith("app")
+        figures += [
+            Figure(f"{side}: visible updates/s, {tokens}-token reply with code", column(side, "updates per second"),
+                   "/s", Target("≥", 10) if app_side else None, digits=1,
+                   note="animation frames in which the chat changed"),
+            Figure(f"{side}: longest main-thread task", column(side, "longest task"), "ms",
+                   Target("≤", 50) if app_side else None, digits=0,
+                   note="PerformanceObserver 'longtask' reports tasks over 50 ms; 0 when none"),
+            Figure(f"{side}: main-thread ms per visible update", column(side, "ms per update"), "ms", digits=1),
+        ]
+    figures.append(Figure("late chat ÷ early chat, main-thread ms per update", paired(late, early, lambda a, b: a / b),
+                          "", Target("≤", 1.0), note="40 messages vs an empty chat, the same reply"))
+    return Section("long chat", figures)

@@ -1,0 +1,104 @@
+"""Where things sit on the screens demos happen on: a phone (touch), a laptop, a projector.
+Each test leaves a screenshot of what it checked in test-artifacts/."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import screenshot
+
+SCREENS = {
+    "phone": dict(viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True, has_touch=True),
+    "laptop": dict(viewport={"width": 1400, "height": 900}),
+    "projector": dict(viewport={"width": 1920, "height": 1080}),
+}
+IDLE = "() => !document.querySelector('#composer textarea').disabled"
+
+
+@pytest.fixture(params=list(SCREENS))
+def screen(request, browser, app_server):
+    context = browser.new_context(**SCREENS[request.param])
+    page = context.new_page()
+    page.goto(app_server.url)
+    page.wait_for_selector("#composer textarea", timeout=60_000)
+    page.wait_for_selector("#chatbot .example", timeout=10_000)
+    yield request.param, page
+    context.close()
+
+
+def box(page, selector: str) -> dict:
+    """The element's box relative to the viewport as the page first shows it (unscrolled)."""
+    page.evaluate("window.scrollTo(0, 0)")
+    found = page.locator(selector).last.bounding_box()
+    assert found, f"{selector} is not on the page"
+    return found
+
+
+def on_first_screen(page, selector: str) -> bool:
+    b, height = box(page, selector), page.viewport_size["height"]
+    return b["y"] >= 0 and b["y"] + b["height"] <= height + 0.5 and b["x"] >= 0 \
+        and b["x"] + b["width"] <= page.viewport_size["width"] + 0.5
+
+
+def line_height(page, selector: str) -> float:
+    return page.evaluate(f"""() => {{ const s = getComputedStyle(document.querySelector('{selector}'));
+                                      return parseFloat(s.lineHeight) || 1.5 * parseFloat(s.fontSize); }}""")
+
+
+def test_first_screen_holds_the_composer_the_chat_and_a_one_line_status(screen):
+    name, page = screen
+    height = page.viewport_size["height"]
+    assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth + 1"), \
+        "nothing sticks out sideways"
+    for selector in ("#composer", "#stop", "#new-chat", "#chatbot"):
+        assert on_first_screen(page, selector), f"{selector} is on the first screen ({name})"
+    # The chat takes the height the screen has: from under the header to just above the
+    # composer, whatever the screen (not a fixed number of pixels).
+    chat, composer = box(page, "#chatbot"), box(page, "#composer")
+    assert composer["y"] - (chat["y"] + chat["height"]) < 40, "the composer sits right under the chat"
+    assert box(page, "#new-chat")["y"] + box(page, "#new-chat")["height"] > height - 120, \
+        "the chat stretches until the buttons reach the bottom of the screen"
+    assert chat["height"] > 0.6 * height
+    # The status is one line, with the whole of it a tap away.
+    summary = "#model-status summary"
+    assert box(page, "#model-status")["height"] < 2 * line_height(page, summary) + 8
+    assert "tiny-gemma4" in page.inner_text(summary)
+    assert not page.locator("#model-status details p").is_visible()
+    page.locator(summary).click()
+    assert page.locator("#model-status details p").is_visible()
+    assert "bundled tiny Gemma 4" in page.inner_text("#model-status")
+    page.locator(summary).click()
+    # The examples are in the empty chat, on the first screen.
+    examples = page.locator("#chatbot .example")
+    assert examples.count() == 7
+    for i in range(examples.count()):
+        b = examples.nth(i).bounding_box()
+        assert b["y"] + b["height"] <= height, f"example {i} is on the first screen ({name})"
+    if name != "phone":
+        chat, inspector = box(page, "#chatbot"), box(page, "#token-counts")
+        assert chat["x"] + chat["width"] <= inspector["x"], "the chat and the inspector sit side by side"
+    screenshot(page, f"layout-{name}")
+
+
+def test_an_example_is_one_tap_away_and_the_reply_stays_on_the_first_screen(app_server, browser):
+    context = browser.new_context(**SCREENS["phone"])
+    page = context.new_page()
+    try:
+        page.goto(app_server.url)
+        page.wait_for_selector("#chatbot .example", timeout=60_000)
+        page.locator("#chatbot .example", has_text="Thinking").tap()
+        page.wait_for_function("() => document.querySelector('#composer textarea').value.includes('Lisbon')",
+                               timeout=10_000)
+        page.get_by_role("tab", name="Settings").tap()
+        assert page.locator("#thinking input").is_checked(), "the example's settings come with it"
+        page.locator("#composer textarea").fill("Plan a day trip to Lisbon, from a phone.")
+        page.locator("#composer button.submit-button").tap()
+        page.wait_for_function("() => document.querySelector('#composer textarea').disabled", timeout=30_000)
+        page.wait_for_function(IDLE, timeout=120_000)
+        # The chat scrolls itself to its end: the end of the last message shows inside it.
+        last, chat = box(page, "#chatbot .message-row"), box(page, "#chatbot")
+        assert chat["y"] < last["y"] + last["height"] <= chat["y"] + chat["height"] + 1
+        assert on_first_screen(page, "#composer")
+        screenshot(page, "layout-phone-after-a-reply")
+    finally:
+        context.close()

@@ -1,0 +1,46 @@
+"""What the UI and the log write: no markdown markup where it is not rendered, names said
+once, the model status in one line, and a reply length that suits the model."""
+
+from __future__ import annotations
+
+from gemma4_ui.config import Settings
+from gemma4_ui.loading import BUNDLED_TRAINED, ModelStatus
+from gemma4_ui.session import UNTRAINED_DEMO_MAX_NEW_TOKENS, SharedChatHandlers, tool_choices, tools_markdown
+from gemma4_ui.tools import ToolRegistry, default_registry
+from gemma4_ui.ui import EXAMPLE_SCHEMA
+from replay import ReplayEngine
+
+
+def test_tool_docs_and_choices_read_cleanly():
+    registry = ToolRegistry()
+    for spec in default_registry().specs():
+        registry.adopt(spec)
+    registry.declare(EXAMPLE_SCHEMA)
+    docs = tools_markdown(registry)
+    summaries = [line for line in docs.splitlines() if "<summary>" in line]
+    assert len(summaries) == len(registry.specs()) and not any("**" in line for line in summaries), \
+        "markdown is not rendered inside <summary>"
+    assert "sample data" in docs
+    labels = dict((value, label) for label, value in tool_choices(registry))
+    assert labels["lookup_order"] == "lookup_order", "a declared tool is named once"
+    assert labels["calculator"].endswith("— calculator")
+
+
+def test_the_status_is_plain_text_and_has_a_one_line_headline():
+    status = ModelStatus("tiny", "tiny-gemma4", "bundled", device="cpu", dtype="float32")
+    assert "**" not in status.describe() and status.describe().startswith("tiny-gemma4 on cpu (float32)")
+    assert status.headline() == "tiny-gemma4 · cpu · " + ("demo model" if BUNDLED_TRAINED else "random weights")
+    hub = ModelStatus("google/gemma-4-E2B-it", "google/gemma-4-E2B-it", "hub", device="cuda", notice="Slow disk")
+    assert hub.headline() == "google/gemma-4-E2B-it · cuda ⚠️" and "Slow disk" in hub.describe()
+
+
+def test_the_default_reply_length_is_short_only_for_the_untrained_bundle(processor):
+    engine = ReplayEngine(processor, [])  # its status says: the bundled model
+    untrained = UNTRAINED_DEMO_MAX_NEW_TOKENS if not BUNDLED_TRAINED else Settings.max_new_tokens
+    def default(settings: Settings) -> int:
+        return SharedChatHandlers(engine, settings).default_options().max_new_tokens
+
+    assert default(Settings()) == untrained
+    assert default(Settings(max_new_tokens=600)) == 600, "the operator's choice stays"
+    engine.status = ModelStatus("google/gemma-4-E2B-it", "google/gemma-4-E2B-it", "hub")
+    assert default(Settings()) == Settings.max_new_tokens
