@@ -75,6 +75,9 @@ def recording_engine(engine, stats_file: Path):
         status = engine.status
         processor = engine.processor
 
+        def load(self):
+            return self  # `engine` is loaded
+
         def stream(self, request, cancel) -> Iterator:
             for event in engine.stream(request, cancel):
                 if isinstance(event, Done):

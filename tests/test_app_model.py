@@ -83,7 +83,7 @@ def test_tool_loop_in_the_browser(app_server, page):
     from test_browser import open_app
 
     open_app(page, app_server.url)
-    page.get_by_text("🛠️ Tool call").click()  # the example turns thinking and the weather tool on
+    page.get_by_role("button", name="🛠️ Tool call", exact=True).click()  # the example turns thinking and the weather tool on
     page.wait_for_function("() => document.querySelector('#composer textarea').value.includes('Ouagadougou')")
     page.click("#composer textarea")
     page.keyboard.press("Enter")

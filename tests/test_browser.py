@@ -15,6 +15,10 @@ def open_app(page, url):
     page.wait_for_selector("#model-status", timeout=10_000)
 
 
+def no_horizontal_scroll(page) -> bool:
+    return page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth + 1")
+
+
 def image_tokens(page) -> int:
     text = page.inner_text("#token-counts")
     match = re.search(r"Image soft tokens\s+([\d,]+)", text)

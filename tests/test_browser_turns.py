@@ -1,6 +1,5 @@
-"""Stop and the tool loop in Debian's Chromium, as a user clicks them. Stop runs on the bundled
-model (its random weights write long replies); the tool loop on recorded Gemma 4 outputs
-(replay.py), since random weights do not call tools."""
+"""Stop and the tool loop in Debian's Chromium, as a user clicks them, on recorded Gemma 4
+outputs (replay.py): a long story still streaming when Stop is pressed, and a tool round."""
 
 from __future__ import annotations
 
@@ -16,8 +15,19 @@ THOUGHT_AND_CALL = ("<|channel>thought\nThe user wants the weather in Ouagadougo
 ANSWER = "I have the weather.<channel|>It is sunny in Ouagadougou.<turn|>"
 
 
-def test_stop_a_long_reply_in_the_browser(app_server, page):
-    open_app(page, app_server.url)
+@pytest.fixture()
+def long_reply_server(processor):
+    # A recorded long story, paced so that it is still streaming when Stop is pressed (random
+    # weights may end a reply on a stop token at any moment).
+    engine = ReplayEngine(processor, ["Once upon a time a small fox lived by the river. " * 150 + "<turn|>"],
+                          seconds_per_chunk=0.02)
+    server = start_app(engine)
+    yield server
+    server.demo.close()
+
+
+def test_stop_a_long_reply_in_the_browser(long_reply_server, page):
+    open_app(page, long_reply_server.url)
     page.fill("#composer textarea", "Write a long story.")
     page.keyboard.press("Enter")
     page.wait_for_function("() => !document.querySelector('#stop').disabled", timeout=10_000)
@@ -42,7 +52,7 @@ def weather_server(processor):
 def test_tool_loop_in_the_browser(weather_server, page):
     server, engine = weather_server
     open_app(page, server.url)
-    page.get_by_text("🛠️ Tool call").click()  # the example turns thinking and the weather tool on
+    page.get_by_role("button", name="🛠️ Tool call", exact=True).click()  # the example turns thinking and the weather tool on
     page.wait_for_function("() => document.querySelector('#composer textarea').value.includes('Ouagadougou')")
     page.click("#composer textarea")
     page.keyboard.press("Enter")

@@ -18,6 +18,7 @@ from gradio_client.utils import Status
 from conftest import screenshot, start_app
 from replay import ReplayEngine
 from test_browser import open_app
+from test_client_tools import text_of
 
 ORDER_TOOL = {"name": "lookup_order", "description": "Finds an order.",
               "parameters": {"type": "object", "properties": {"order_id": {"type": "integer"}},
@@ -49,10 +50,6 @@ def scripted_server(processor):
     server.demo.close()
 
 
-def text_of(message) -> str:
-    return "".join(part.get("text", "") for part in message["content"])
-
-
 def user_texts(chat) -> list[str]:
     return [text_of(m) for m in chat if m["role"] == "user"]
 
@@ -77,7 +74,7 @@ def test_many_users_one_app(scripted_server, page):
     # 1. Declarations never cross: each user sees the built-ins and their own tools only.
     *_, notice = alice.predict(json.dumps(ORDER_TOOL), [], api_name="/declare_tool")
     assert notice.startswith("✅")
-    enabled, docs, _, notice = bob.predict(json.dumps(FLIGHT_TOOL), [], api_name="/declare_tool")
+    enabled, docs, *_, notice = bob.predict(json.dumps(FLIGHT_TOOL), [], api_name="/declare_tool")
     assert notice.startswith("✅") and enabled["value"] == ["find_flight"]
     offered = [value for _, value in enabled["choices"]]
     assert "find_flight" in offered and "lookup_order" not in offered
