@@ -10,9 +10,9 @@ from gradio_client import handle_file
 from conftest import ROOT, screenshot
 from gemma4_ui.loading import BUNDLED_TRAINED
 
-# Issue 8's acceptance tests. They run once scripts/train_tiny_gemma4.py has trained the bundled
-# weights (it writes training.json beside them); the committed weights are random so far.
-pytestmark = pytest.mark.skipif(not BUNDLED_TRAINED, reason="the bundled model is not trained yet (issue 8)")
+# Acceptance tests of the trained bundle. They run once scripts/train_tiny_gemma4.py has trained
+# its weights (it writes training.json beside them); the committed weights are random so far.
+pytestmark = pytest.mark.skipif(not BUNDLED_TRAINED, reason="the bundled model is not trained yet")
 
 EXAMPLES = ROOT / "assets" / "examples"
 GREEDY = dict(temperature=0, max_new_tokens=256)

@@ -15,9 +15,9 @@ from gemma4_ui.loading import BUNDLED_TRAINED
 from gemma4_ui.media import load_media
 from gemma4_ui.tools import default_registry
 
-# Issue 8's acceptance tests. They run once scripts/train_tiny_gemma4.py has trained the bundled
-# weights (it writes training.json beside them); the committed weights are random so far.
-pytestmark = pytest.mark.skipif(not BUNDLED_TRAINED, reason="the bundled model is not trained yet (issue 8)")
+# Acceptance tests of the trained bundle. They run once scripts/train_tiny_gemma4.py has trained
+# its weights (it writes training.json beside them); the committed weights are random so far.
+pytestmark = pytest.mark.skipif(not BUNDLED_TRAINED, reason="the bundled model is not trained yet")
 
 EXAMPLES = ROOT / "assets" / "examples"
 ALL_TOOLS = ["calculator", "convert_units", "current_time", "get_current_weather"]
