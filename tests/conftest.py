@@ -63,12 +63,17 @@ def server_port(tmp_path_factory):
         _wait_for_health(port, process, work / "serve.log")
         yield port
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
+
+
+def stop_process(process: subprocess.Popen, grace: float = 15) -> None:
+    """Terminate, and kill what does not end within `grace` seconds."""
+    process.terminate()
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def _wait_for_health(port: int, process: subprocess.Popen, log: Path, limit: float = 180) -> None:

@@ -19,7 +19,7 @@ import torch
 from gradio_client import Client
 from transformers import AutoModelForCausalLM, AutoModelForMultimodalLM, AutoProcessor
 
-from conftest import ROOT, free_port
+from conftest import ROOT, free_port, stop_process
 from gemma4_ui import family, inspector
 from gemma4_ui.config import BUNDLED_MODEL
 from gemma4_ui.conversation import Conversation, UserTurn
@@ -251,12 +251,7 @@ def test_the_app_serves_the_unified_model_with_its_drafter_offline(checkpoints, 
                                                    api_name="/chat")
         assert reply, "the app answered"
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process, grace=20)
 
 
 def test_modalities_follow_the_checkpoints_parts(unified_engine, tiny_engine):
