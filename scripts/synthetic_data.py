@@ -1042,7 +1042,10 @@ class EpisodeMaker:
             history = [] if category in ("long story", "media") and rng.random() < 0.7 else self.history(thinking)
             exchanges = [e for e in history if not set(e.tools) & forbidden] + [final]
         needed = {tool for e in exchanges for tool in e.tools}
-        extra = {tool for tool in BUILTIN_TOOLS if rng.random() < 0.25} - forbidden
+        # Often every tool is on (as in the app's examples): the question, not the tool list,
+        # must decide which tool is called.
+        extra = ({tool for tool in BUILTIN_TOOLS if rng.random() < 0.6} if rng.random() < 0.7
+                 else set(BUILTIN_TOOLS)) - forbidden
         if category == "repeat":
             extra = set()  # copy drills stay short
         registry = ToolRegistry()
@@ -1100,24 +1103,36 @@ def _load_worker_processor(bundle: str) -> None:
     _WORKER_PROCESSOR = AutoProcessor.from_pretrained(bundle)
 
 
-def _build_chunk(job: tuple[int, int, list[str]]) -> list[Example]:
+def _build_chunk(job: tuple[int, int, list[str]]) -> bytes:
+    """A chunk's examples, serialised: tensors sent between processes as they are each keep a
+    file descriptor open in the receiver, and a full dataset holds more than the fd limit."""
+    import io
+
+    import torch
+
     seed, index, categories = job
-    return [tokenize(episode, steps, _WORKER_PROCESSOR)
-            for episode, steps in build_episodes(_WORKER_PROCESSOR, seed, index, categories)]
+    examples = [tokenize(episode, steps, _WORKER_PROCESSOR)
+                for episode, steps in build_episodes(_WORKER_PROCESSOR, seed, index, categories)]
+    buffer = io.BytesIO()
+    torch.save(examples, buffer)
+    return buffer.getvalue()
 
 
 def build_dataset(bundle: Path, seed: int = 0, mix: dict[str, int] | None = None, workers: int = 2,
                   progress: Callable[[int, int], None] | None = None) -> list[Example]:
     """Every example of the mix, in the plan's order, built by `workers` processes (each
     loads the bundle's processor)."""
+    import io
     import multiprocessing
+
+    import torch
 
     plan = episode_plan(seed, mix or DEFAULT_MIX)
     jobs = [(seed, index, categories) for index, categories in enumerate(plan)]
     total, examples = sum(len(c) for c in plan), []
     with multiprocessing.get_context("spawn").Pool(workers, _load_worker_processor, (str(bundle),)) as pool:
         for chunk in pool.imap(_build_chunk, jobs):
-            examples += chunk
+            examples += torch.load(io.BytesIO(chunk), weights_only=False)
             if progress:
                 progress(len(examples), total)
     return examples

@@ -242,19 +242,20 @@ def copy_warmup(model, task: CopyTask, max_steps: int = COPY_WARMUP_STEPS) -> in
     return max_steps
 
 
-def learning_rate(step: int, total: int) -> float:
+def learning_rate(step: int, total: int, peak: float = LEARNING_RATE) -> float:
     if step < WARMUP_STEPS:
-        return LEARNING_RATE * (step + 1) / WARMUP_STEPS
+        return peak * (step + 1) / WARMUP_STEPS
     progress = (step - WARMUP_STEPS) / max(1, total - WARMUP_STEPS)
-    floor = LEARNING_RATE * FINAL_LEARNING_RATE_FRACTION
-    return floor + (LEARNING_RATE - floor) * 0.5 * (1 + math.cos(math.pi * progress))
+    floor = peak * FINAL_LEARNING_RATE_FRACTION
+    return floor + (peak - floor) * 0.5 * (1 + math.cos(math.pi * progress))
 
 
 # --- training --------------------------------------------------------------------------------
 
 
 def train(seed: int, out: Path, epochs: int, mix: dict[str, int], threads: int, checkpoint: Path,
-          resume: bool, device: str, copy_warmup_steps: int = COPY_WARMUP_STEPS) -> None:
+          resume: bool, device: str, copy_warmup_steps: int = COPY_WARMUP_STEPS, init_from: Path | None = None,
+          peak_learning_rate: float = LEARNING_RATE) -> None:
     from transformers import AutoProcessor, Gemma4ForConditionalGeneration
 
     started = time.perf_counter()
@@ -300,6 +301,14 @@ def train(seed: int, out: Path, epochs: int, mix: dict[str, int], threads: int, 
         copy_task.rng.setstate(state["copy_rng"])
         first_step, warmup_steps, minutes_before = state["step"], state["warmup_steps"], state["minutes"]
         print(f"resumed from {checkpoint} at step {first_step}", flush=True)
+    elif init_from is not None:
+        # A further stage: the weights of an earlier run (which did the copy warm-up), fresh
+        # data from this seed, a fresh schedule.
+        state = torch.load(init_from, weights_only=False, map_location=device)
+        model.load_state_dict(state["model"])
+        minutes_before, warmup_steps = state["minutes"], state["warmup_steps"]
+        print(f"continuing from the weights in {init_from} ({minutes_before:.1f} min of training)", flush=True)
+        save_checkpoint(checkpoint, model, None, copy_task, 0, warmup_steps, minutes_before)
     else:
         warmup_steps = copy_warmup(model, copy_task, copy_warmup_steps)
         save_checkpoint(checkpoint, model, None, copy_task, 0, warmup_steps, (time.perf_counter() - started) / 60)
@@ -312,7 +321,7 @@ def train(seed: int, out: Path, epochs: int, mix: dict[str, int], threads: int, 
     for step in range(first_step, len(plan)):
         micro_batches = plan[step]
         for group in optimizer.param_groups:
-            group["lr"] = learning_rate(step, len(plan))
+            group["lr"] = learning_rate(step, len(plan), peak_learning_rate)
         scored_in_step = sum(int(examples[i].target[1:].sum()) for batch in micro_batches for i in batch)
         for batch in micro_batches:
             inputs, ids, target = collate([examples[i] for i in batch], pad_id)
@@ -330,7 +339,7 @@ def train(seed: int, out: Path, epochs: int, mix: dict[str, int], threads: int, 
             elapsed = time.perf_counter() - train_started
             final_loss = window_loss / window_scored
             print(f"step {step + 1}/{len(plan)}  loss {final_loss:.4f}  "
-                  f"copied {copied:.2f}  lr {learning_rate(step, len(plan)):.2e}  {seen_tokens / elapsed:.0f} tokens/s  "
+                  f"copied {copied:.2f}  lr {learning_rate(step, len(plan), peak_learning_rate):.2e}  {seen_tokens / elapsed:.0f} tokens/s  "
                   f"elapsed {elapsed / 60:.1f} min", flush=True)
             window_loss, window_scored = 0.0, 0
         if (step + 1) % CHECKPOINT_EVERY == 0:
@@ -342,7 +351,8 @@ def train(seed: int, out: Path, epochs: int, mix: dict[str, int], threads: int, 
     summary = {"seed": seed, "epochs": epochs, "copy_warmup_steps": warmup_steps, "steps": len(plan),
                "sequences": len(examples), "tokens": tokens, "final_loss": round(final_loss, 4),
                "final_copy_accuracy": round(copied, 3), "total_minutes": round(total_minutes, 1),
-               "parameters": sum(p.numel() for p in model.parameters())}
+               "parameters": sum(p.numel() for p in model.parameters()),
+               "continued_from": str(init_from) if init_from else None, "peak_learning_rate": peak_learning_rate}
     print(f"final loss {final_loss:.4f}; total {summary['total_minutes']} min", flush=True)
     save(model, processor, out, summary)
 
@@ -521,6 +531,9 @@ def main() -> None:
     parser.add_argument("--resume", action="store_true", help="continue from --checkpoint")
     parser.add_argument("--device", default="cpu", help="cpu, or cuda where a GPU is available")
     parser.add_argument("--copy-warmup-steps", type=int, default=COPY_WARMUP_STEPS, help="at most (quick runs)")
+    parser.add_argument("--init-from", type=Path, help="start from the weights in this checkpoint (a further "
+                        "stage of training on fresh data: no copy warm-up, a new schedule)")
+    parser.add_argument("--learning-rate", type=float, default=LEARNING_RATE, help="peak learning rate")
     parser.add_argument("--eval", action="store_true", help="evaluate the model at --out instead of training")
     args = parser.parse_args()
     if args.eval:
@@ -528,7 +541,7 @@ def main() -> None:
     else:
         mix = {category: max(1, round(n * args.mix_scale)) for category, n in synthetic_data.DEFAULT_MIX.items()}
         train(args.seed, args.out, args.epochs, mix, args.threads, args.checkpoint, args.resume, args.device,
-              args.copy_warmup_steps)
+              args.copy_warmup_steps, args.init_from, args.learning_rate)
 
 
 if __name__ == "__main__":

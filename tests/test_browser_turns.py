@@ -109,3 +109,37 @@ def test_undo_and_streaming_keep_the_inspector_and_the_tool_row_current(processo
         page.wait_for_function("() => document.querySelector('#stop').disabled", timeout=30_000)
     finally:
         server.demo.close()
+
+
+EDIT_BUTTONS = """() => [...document.querySelectorAll('#chatbot button')]
+    .filter(b => b.querySelector('.feather-edit-2') && b.offsetParent !== null)
+    .map(b => b.closest('.message-buttons').previousElementSibling.innerText.trim())"""
+
+
+def test_only_the_last_message_sent_has_an_edit_control(processor, page):
+    """The handler edits only the last message sent, so that is the only one with the control;
+    after a media-only message no text message has it."""
+    from test_browser import EXAMPLES, attach
+
+    server = start_app(ReplayEngine(processor, lambda prompt: "Noted.<turn|>"))
+    try:
+        open_app(page, server.url)
+        for text in ("first question", "second question"):
+            page.fill("#composer textarea", text)
+            page.keyboard.press("Enter")
+            page.wait_for_function(f"() => document.querySelectorAll('#chatbot [data-testid=bot]').length >= "
+                                   f"{1 if text.startswith('first') else 2}", timeout=30_000)
+            page.wait_for_function("() => !document.querySelector('#composer textarea').disabled", timeout=30_000)
+        assert page.evaluate(EDIT_BUTTONS) == ["second question"]
+        screenshot(page, "edit-last-message-only")
+
+        attach(page, EXAMPLES / "shapes.png")
+        page.wait_for_selector("#composer img", timeout=30_000)
+        page.click("#composer textarea")
+        page.keyboard.press("Enter")
+        page.wait_for_function("() => document.querySelectorAll('#chatbot [data-testid=bot]').length >= 3",
+                               timeout=30_000)
+        page.wait_for_function("() => !document.querySelector('#composer textarea').disabled", timeout=30_000)
+        assert page.evaluate(EDIT_BUTTONS) == [], "the last message is an image: no text can be edited"
+    finally:
+        server.demo.close()
