@@ -29,6 +29,23 @@ from .session import SharedChatHandlers, tool_choices, tools_markdown
 from .soft_token_map import CSS as SOFT_TOKEN_MAP_CSS
 from .tools import ToolRegistry
 
+LAYERS = {"Messages": "layer-messages", "Template": "layer-template", "Expanded": "layer-expanded"}
+WIDE_SCREEN = "(min-width: 1800px)"  # a projector or a big monitor: the side column gets half the width
+_SHOWN_WHEN_PICKED = "".join(
+    f"#layers:has(#layer-choice input[value='{name}']:checked) #{elem_id} {{ display: flex; }}\n"
+    for name, elem_id in LAYERS.items())
+LAYERS_CSS = """
+#layer-choice { margin-bottom: var(--spacing-md); }
+#layer-choice .wrap { flex-wrap: nowrap; gap: var(--spacing-sm); }
+#layer-choice label { flex: 1 1 0; min-width: 0; justify-content: center; padding: var(--spacing-sm); }
+#protocol-layers > .column { display: none; }
+""" + _SHOWN_WHEN_PICKED + f"""
+@media {WIDE_SCREEN} {{
+  #layer-choice {{ display: none; }}
+  #protocol-layers > .column {{ display: flex !important; flex: 1 1 0; min-width: 0; }}
+  #side-column {{ flex-grow: 3 !important; }}
+}}
+"""
 CSS = """
 /* The chat takes the height the screen has (a projector, a laptop, a phone), so the
    composer and the last message are on the first screen; what sits above and below the
@@ -70,7 +87,7 @@ footer .divider:last-child { display: none; }
   #title h2 { font-size: 1.15em; }
   #model-status { font-size: 0.85em; }
 }
-""" + SOFT_TOKEN_MAP_CSS + token_probabilities.CSS + EXPANDED_VIEW_CSS
+""" + LAYERS_CSS + SOFT_TOKEN_MAP_CSS + token_probabilities.CSS + EXPANDED_VIEW_CSS
 
 # How the Chatbot renders messages. Gradio's Chatbot re-processes its messages on each
 # streamed update, so what a message costs is paid again and again late in a long chat:
@@ -238,25 +255,32 @@ def _inspector_tab() -> InspectorTab:
     note = gr.Markdown(visible=False, elem_id="inspector-note")
     with gr.Accordion("What the model sees: the soft tokens", open=True):
         soft_tokens = gr.HTML(elem_id="soft-token-map")
-    with gr.Tabs():
-        with gr.Tab("Messages"):
-            messages = gr.Code(language="json", elem_id="template-messages",
-                               label="Layer 1: data passed to apply_chat_template")
-        with gr.Tab("Template"):
-            template = gr.HighlightedText(
-                elem_id="template-raw", label="Layer 2: apply_chat_template(tokenize=False)",
-                color_map=HIGHLIGHT_COLORS, combine_adjacent=False, show_legend=True,
-            )
-            with gr.Accordion("Plain text (copy)", open=False):
-                template_text = gr.Code(language=None, show_label=False, interactive=False, elem_id="template-text")
-        with gr.Tab("Expanded"):
-            expanded_colour = gr.HTML(elem_id="template-expanded-colour")
-            with gr.Accordion("Plain text (copy)", open=False):
-                show_ids = gr.Checkbox(label="Show token ids", value=False)
-                expanded = gr.Textbox(
-                    elem_id="template-expanded", lines=14, max_lines=30, buttons=["copy"],
-                    label="Layer 3: the processor's input_ids, soft-token runs collapsed",
+    # The three protocol layers: side by side on wide screens; on narrow ones one at a time,
+    # picked with the switch above them (CSS alone shows the picked one, see LAYERS_CSS), so
+    # all three stay rendered and current whichever is shown.
+    with gr.Column(elem_id="layers"):  # its :has() rule stays local to the layers (cheap to restyle)
+        gr.Radio(list(LAYERS), value=next(iter(LAYERS)), show_label=False, container=False, interactive=True,
+                 elem_id="layer-choice")
+        with gr.Row(elem_id="protocol-layers", equal_height=False):
+            with gr.Column(elem_id="layer-messages", min_width=0):
+                messages = gr.Code(language="json", elem_id="template-messages",
+                                   label="Layer 1: data passed to apply_chat_template")
+            with gr.Column(elem_id="layer-template", min_width=0):
+                template = gr.HighlightedText(
+                    elem_id="template-raw", label="Layer 2: apply_chat_template(tokenize=False)",
+                    color_map=HIGHLIGHT_COLORS, combine_adjacent=False, show_legend=True,
                 )
+                with gr.Accordion("Plain text (copy)", open=False):
+                    template_text = gr.Code(language=None, show_label=False, interactive=False, elem_id="template-text")
+            with gr.Column(elem_id="layer-expanded", min_width=0):
+                expanded_colour = gr.HTML(elem_id="template-expanded-colour")
+                with gr.Accordion("Plain text (copy)", open=False):
+                    show_ids = gr.Checkbox(label="Show token ids", value=False)
+                    expanded = gr.Textbox(
+                        elem_id="template-expanded", lines=14, max_lines=30, buttons=["copy"],
+                        label="Layer 3: the processor's input_ids, soft-token runs collapsed",
+                    )
+    with gr.Tabs(elem_id="reply-and-files"):
         with gr.Tab("Last reply"):
             reply_stats = gr.JSON(label="Reply stats", elem_id="reply-stats")
             raw_output = gr.Textbox(label="Raw output (special tokens kept)", lines=6, elem_id="raw-output",
@@ -320,7 +344,7 @@ def build_layout(handlers: SharedChatHandlers) -> Layout:
     with gr.Row(equal_height=False):
         with gr.Column(scale=3, min_width=320):
             chat = _chat_column()
-        with gr.Column(scale=2, min_width=320):
+        with gr.Column(scale=2, min_width=320, elem_id="side-column"):
             with gr.Tabs():
                 with gr.Tab("Inspector", id="inspector"):
                     inspector = _inspector_tab()

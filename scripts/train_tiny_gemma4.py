@@ -255,7 +255,7 @@ def learning_rate(step: int, total: int, peak: float = LEARNING_RATE) -> float:
 
 def train(seed: int, out: Path, epochs: int, mix: dict[str, int], threads: int, checkpoint: Path,
           resume: bool, device: str, copy_warmup_steps: int = COPY_WARMUP_STEPS, init_from: Path | None = None,
-          peak_learning_rate: float = LEARNING_RATE) -> None:
+          peak_learning_rate: float = LEARNING_RATE, max_steps: int | None = None) -> None:
     from transformers import AutoProcessor, Gemma4ForConditionalGeneration
 
     started = time.perf_counter()
@@ -288,7 +288,7 @@ def train(seed: int, out: Path, epochs: int, mix: dict[str, int], threads: int, 
 
     # 3. A fixed plan: every epoch reshuffles with the seeded generator.
     order = random.Random(seed + 1)
-    plan = [step for _ in range(epochs) for step in plan_steps(examples, order)]
+    plan = [step for _ in range(epochs) for step in plan_steps(examples, order)][:max_steps]
     print(f"plan: {len(plan)} steps of ~{TOKENS_PER_STEP} tokens, {epochs} epoch(s)", flush=True)
 
     # 4. Copying first (or where a checkpoint left off: the plan is the same for the same seed).
@@ -533,6 +533,8 @@ def main() -> None:
     parser.add_argument("--copy-warmup-steps", type=int, default=COPY_WARMUP_STEPS, help="at most (quick runs)")
     parser.add_argument("--init-from", type=Path, help="start from the weights in this checkpoint (a further "
                         "stage of training on fresh data: no copy warm-up, a new schedule)")
+    parser.add_argument("--steps", type=int, help="train on the first this many steps of the plan only (the "
+                        "schedule fits them; with --resume, a shorter run than the one started)")
     parser.add_argument("--learning-rate", type=float, default=LEARNING_RATE, help="peak learning rate")
     parser.add_argument("--eval", action="store_true", help="evaluate the model at --out instead of training")
     args = parser.parse_args()
@@ -541,7 +543,7 @@ def main() -> None:
     else:
         mix = {category: max(1, round(n * args.mix_scale)) for category, n in synthetic_data.DEFAULT_MIX.items()}
         train(args.seed, args.out, args.epochs, mix, args.threads, args.checkpoint, args.resume, args.device,
-              args.copy_warmup_steps, args.init_from, args.learning_rate)
+              args.copy_warmup_steps, args.init_from, args.learning_rate, args.steps)
 
 
 if __name__ == "__main__":

@@ -102,3 +102,37 @@ def test_an_example_is_one_tap_away_and_the_reply_stays_on_the_first_screen(app_
         screenshot(page, "layout-phone-after-a-reply")
     finally:
         context.close()
+
+
+LAYERS = ("#layer-messages", "#layer-template", "#layer-expanded")
+
+
+def shown(page, selector: str) -> bool:
+    return page.evaluate(f"() => document.querySelector('{selector}').getBoundingClientRect().width > 0")
+
+
+def test_the_three_protocol_layers_side_by_side_on_a_projector_one_at_a_time_below(screen):
+    """On a wide screen the message data, the template and the expanded tokens stand next to
+    each other; narrower, a switch shows one at a time, and each is the live one when picked."""
+    name, page = screen
+    page.fill("#composer textarea", "What is in this picture?")
+    page.wait_for_function("() => document.querySelector('#template-messages').innerText.includes('in this picture')",
+                           timeout=30_000)
+    page.locator("#layers").scroll_into_view_if_needed()
+    if name == "projector":
+        assert not page.locator("#layer-choice").is_visible(), "no switch when all three are shown"
+        boxes = [page.locator(s).bounding_box() for s in LAYERS]
+        assert all(b and b["width"] > 200 for b in boxes)
+        assert boxes[0]["x"] < boxes[1]["x"] < boxes[2]["x"], "in order, left to right"
+        assert max(b["y"] for b in boxes) - min(b["y"] for b in boxes) < 2, "on one line"
+        screenshot(page, "layers-side-by-side-projector")
+        return
+    assert [shown(page, s) for s in LAYERS] == [True, False, False]
+    for label, index in (("Template", 1), ("Expanded", 2), ("Messages", 0)):
+        page.get_by_role("radio", name=label).click()
+        page.wait_for_function(f"() => document.querySelector('{LAYERS[index]}').getBoundingClientRect().width > 0")
+        assert [shown(page, s) for s in LAYERS] == [i == index for i in range(3)]
+        if label == "Template":
+            assert "in this picture" in page.inner_text("#template-raw"), "kept current while it was hidden"
+    assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth + 1")
+    screenshot(page, f"layers-one-at-a-time-{name}")

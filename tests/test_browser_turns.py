@@ -89,7 +89,7 @@ def test_undo_and_streaming_keep_the_inspector_and_the_tool_row_current(processo
         page.get_by_role("tab", name="Save / load").click()
         page.set_input_files("#upload-chat input[type=file]", str(saved))
         page.wait_for_selector("#tool-answer", state="visible", timeout=30_000)
-        page.get_by_role("tab", name="Messages").click()
+        page.get_by_role("radio", name="Messages").click()
         page.locator("#chatbot button[aria-label='Undo']").last.click()
         page.wait_for_function("() => document.querySelector('#composer textarea').value === 'Where is order 7?'",
                                timeout=30_000)

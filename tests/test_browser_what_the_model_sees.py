@@ -66,7 +66,7 @@ def test_audio_map_and_video_strip(app_server, page):
     element_screenshot(page, "#soft-token-map", "audio-map-and-video-strip")
 
     # Layer 3 in colour: each frame's soft tokens folded into one line that opens on a click.
-    page.get_by_role("tab", name="Expanded").click()
+    page.get_by_role("radio", name="Expanded").click()  # the layers one at a time below 1800 px
     runs = page.locator("#template-expanded-colour details.xv-run.xv-video")
     runs.first.wait_for(timeout=30_000)
     assert runs.count() == len(stamps)
