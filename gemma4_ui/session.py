@@ -11,6 +11,7 @@ never rebuilt from what the Chatbot displays.
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import os
@@ -39,7 +40,7 @@ from .media_files import load_upload
 from .options import ChatOptions
 from .prompt import build_spec, model_inputs, template_text
 from .reply_data import reply_data
-from .safe_markdown import code_block, literal, safe_markdown, toast_text
+from .safe_markdown import code_block, literal, toast_text
 from .tools import ToolRegistry, ToolSchemaError, default_registry
 
 
@@ -473,7 +474,7 @@ class SharedChatHandlers:
         """The inspector's components: counts, layers 1-3, a note when the draft is refused, the
         soft-token maps and layer 3 in colour."""
         view = self.inspect(value, conversation, session, show_ids, options)
-        note = gr.update(value=safe_markdown(f"⚠️ {view.warning}"), visible=True) if view.warning else gr.update(visible=False)
+        note = gr.update(value=literal(f"⚠️ {view.warning}"), visible=True) if view.warning else gr.update(visible=False)
         return (view.counts, view.messages, view.template, view.template_raw, view.expanded, note, view.maps,
                 view.expanded_colour)
 
@@ -541,12 +542,12 @@ class SharedChatHandlers:
         except ToolSchemaError as err:
             message = f"The tool was not added: {err}"
             gr.Warning(toast_text(message))
-            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), safe_markdown(f"⚠️ {message}")
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), literal(f"⚠️ {message}")
         message = f"Added {spec.name}: when the model calls it, you type the result."
         gr.Info(toast_text(message))
         enabled = [name for name in (enabled or []) if name != spec.name] + [spec.name]
         return (gr.update(choices=tool_choices(session.tools()), value=enabled), tools_markdown(session.tools()), "",
-                *removable(session), safe_markdown(f"✅ {message}"))
+                *removable(session), literal(f"✅ {message}"))
 
     def remove_tool(self, name: str, enabled: list, session: UserSession):
         """The /remove_tool endpoint: forget one of this user's declared tools.
@@ -554,7 +555,7 @@ class SharedChatHandlers:
         session.remove_declared(name)
         enabled = [tool for tool in (enabled or []) if tool != name]
         return (gr.update(choices=tool_choices(session.tools()), value=enabled), tools_markdown(session.tools()),
-                *removable(session), safe_markdown(f"Removed {name}."))
+                *removable(session), literal(f"Removed {name}."))
 
     # -- saving and loading ------------------------------------------------------------------------
 
@@ -653,7 +654,8 @@ def tools_markdown(registry: ToolRegistry) -> str:
     for spec in registry.specs():
         kind = {"builtin": "built-in", "python": "Python", "declared": "declared: you type its results"}[spec.source]
         demo = " · <i>demo, sample data</i>" if spec.demo and "sample data" not in spec.label else ""
-        parts.append(f"<details><summary><b>{literal(spec.label)}</b> <code>{literal(spec.name)}</code> "
+        # Raw HTML (markdown is not read inside it): the names are escaped as HTML.
+        parts.append(f"<details><summary><b>{html.escape(spec.label)}</b> <code>{html.escape(spec.name)}</code> "
                      f"({kind}{demo})</summary>\n\n{code_block(json.dumps(spec.schema, indent=2), 'json')}\n"
                      "</details>")
     return "\n".join(parts)

@@ -21,6 +21,8 @@ def test_tool_docs_and_choices_read_cleanly():
     assert len(summaries) == len(registry.specs()) and not any("**" in line for line in summaries), \
         "markdown is not rendered inside <summary>"
     assert "sample data" in docs
+    assert "<b>Weather (demo, sample data)</b>" in docs, "raw HTML: no markdown escapes (they would show)"
+    assert not any("\\" in line for line in summaries)
     labels = dict((value, label) for label, value in tool_choices(registry))
     assert labels["lookup_order"] == "lookup_order", "a declared tool is named once"
     assert labels["calculator"].endswith("— calculator")
