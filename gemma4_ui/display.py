@@ -22,6 +22,16 @@ from .safe_markdown import code_block, literal, restore, safe_markdown
 THINKING_TITLE = "💭 Thinking"
 
 
+def turn_of_message(conversation: Conversation, index: int) -> int | None:
+    """The turn that rendered chat message `index` belongs to (None past the end)."""
+    shown = 0
+    for t in range(len(conversation.turns)):
+        shown = len(render(Conversation(conversation.turns[:t + 1])))
+        if index < shown:
+            return t
+    return None
+
+
 def render(conversation: Conversation, live: Live | None = None, notice: str = "") -> list[dict]:
     messages: list[dict] = []
     last = len(conversation.turns) - 1

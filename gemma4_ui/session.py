@@ -30,7 +30,7 @@ from . import token_probabilities, transcript
 from .chat import Snapshot, TurnRunner
 from .config import Settings
 from .conversation import AssistantTurn, Conversation, UserTurn
-from .display import edited_text, render
+from .display import edited_text, render, turn_of_message
 from .engine import Engine
 from .events import ToolCall
 from .inspector import SingleFlight, counting_processor
@@ -204,6 +204,9 @@ class UserSession:
         # reply streams. (owner ticket, conversation); the owner is None while still staged.
         self.in_flight: tuple[TurnTicket | None, Conversation] | None = None
         self.probabilities_shown = False  # the token-probability view is open: replies record them
+        # The turn (index) whose media the soft-token map shows, picked by clicking a message;
+        # None: the draft's media, or else the latest message's.
+        self.mapped_turn: int | None = None
 
     def __deepcopy__(self, memo) -> "UserSession":
         return UserSession(self._shared_tools)
@@ -289,6 +292,7 @@ class SharedChatHandlers:
                 gr.Warning(toast_text(item.warning))
         preview = Conversation(_moved_on(conversation).turns + [turn])
         session.in_flight = (None, preview)
+        session.mapped_turn = None  # the map follows the new message
         return gr.update(value=None, interactive=False), draft.as_value(), render(preview), gr.update(interactive=True)
 
     def respond(self, message, conversation: Conversation, session: UserSession, options: ChatOptions,
@@ -390,6 +394,15 @@ class SharedChatHandlers:
     def probabilities_html(self, conversation: Conversation) -> str:
         return token_probabilities.last_reply_html(conversation, self.engine.token_probabilities_note)
 
+    def pick_message(self, evt: gr.SelectData, conversation: Conversation, session: UserSession) -> None:
+        """A click on a chat message: the soft-token map shows the media of that message's user
+        turn (a reply's: the message it answers). A turn without media changes nothing."""
+        turn = turn_of_message(conversation, evt.index if isinstance(evt.index, int) else evt.index[0])
+        while turn is not None and turn >= 0 and not isinstance(conversation.turns[turn], UserTurn):
+            turn -= 1
+        if turn is not None and turn >= 0 and conversation.turns[turn].media:
+            session.mapped_turn = turn
+
     def stop(self, session: UserSession) -> None:
         """The /stop endpoint: stop this user's turn, running or still queued."""
         session.turns.stop()
@@ -401,6 +414,7 @@ class SharedChatHandlers:
         Returns (chat, conversation, draft to give back, composer, Stop button, tool row, exported files)."""
         session.turns.reset()
         session.in_flight = None
+        session.mapped_turn = None
         return ([], Conversation(), None, gr.update(value=None, interactive=True), gr.update(interactive=False),
                 gr.update(visible=False), None)
 
@@ -519,9 +533,25 @@ class SharedChatHandlers:
             template_raw=raw,
             expanded=inspector.expanded_layer(processor, inputs, show_ids),
             warning=warning,
-            maps=soft_token_map.maps_html(processor, media, counts, options.image_budget, _newest_media(preview)),
+            maps=self._maps(processor, preview, media, counts, options, session, draft),
             expanded_colour=expanded_view.expanded_html(processor, inputs),
         )
+
+    @staticmethod
+    def _maps(processor, preview: Conversation, media, counts, options: ChatOptions, session: UserSession,
+              draft: "Draft") -> str:
+        """The soft-token maps of the draft's media; without any, of the message picked in the
+        chat, or else of the latest message with media."""
+        from . import soft_token_map
+
+        picked = session.mapped_turn
+        if draft.files or picked is None or picked >= len(preview.turns) \
+                or not isinstance(preview.turns[picked], UserTurn) or not preview.turns[picked].media:
+            return soft_token_map.maps_html(processor, media, counts, options.image_budget, _newest_media(preview))
+        note = ("<p class='stm-source'>The media of the message picked in the chat. Attach a file to see the "
+                "draft's, or pick another message.</p>")
+        return note + soft_token_map.maps_html(processor, media, counts, options.image_budget,
+                                               list(preview.turns[picked].media))
 
     def _counting_processor(self, processor):
         """The inspector runs on every keystroke: it counts with a copy of the processor that
@@ -587,6 +617,7 @@ class SharedChatHandlers:
             except ToolSchemaError as err:
                 gr.Warning(toast_text(f"A declared tool in the file was skipped: {err}"))
         session.turns.reset()  # a reply still streaming belongs to the conversation replaced
+        session.mapped_turn = None
         tools = session.tools()
         enabled = [name for name in options.enabled_tools if tools.get(name)]
         gr.Info("Conversation loaded.")

@@ -221,6 +221,7 @@ def maps_html(processor, media: list[MediaItem], counts: TokenCounts | None, bud
 
 CSS = """
 .soft-token-maps { display: flex; flex-direction: column; gap: 12px; }
+.stm-source { font-size: 0.85em; margin: 0 0 6px; opacity: 0.8; }
 .stm-figure { margin: 0; }
 .stm-figure figcaption { font-size: 0.85em; margin-top: 4px; }
 .stm-image { width: 100%; max-height: 420px; display: block; background: #111; }

@@ -493,6 +493,8 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
     for component in (chat.composer, inspector.show_ids):
         component.change(**live)
     demo.load(**live)
+    # A click on a message maps its media (the soft-token map shows that message's).
+    chat.chatbot.select(handlers.pick_message, [conversation, session], None, queue=False, **private).then(**live)
 
     # 7. Declared tools (this user only).
     tools.declare.click(handlers.add_tool, [tools.schema_box, layout.options["enabled_tools"], session],

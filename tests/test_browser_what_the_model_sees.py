@@ -131,3 +131,45 @@ def test_phone_width(app_server, browser):
         screenshot(page, "phone-what-the-model-sees")
     finally:
         context.close()
+
+
+def mapped_names(page) -> list[str]:
+    return page.eval_on_selector_all("#soft-token-map figure figcaption b:first-of-type",
+                                     "els => els.map(e => e.textContent)")
+
+
+def test_a_picked_message_shows_its_own_media(processor, page):
+    """After two messages with an image each, the map shows the latest; a click on the first
+    message (its image, or the reply to it) maps the first one's; a file in the draft wins."""
+    from conftest import start_app
+    from replay import ReplayEngine
+
+    server = start_app(ReplayEngine(processor, lambda prompt: "I see it.<turn|>"))
+    try:
+        open_app(page, server.url)
+        for n, name in enumerate(("shapes.png", "street.jpg"), start=1):
+            attach(page, EXAMPLES / name)
+            page.wait_for_selector("#composer img", timeout=30_000)
+            page.fill("#composer textarea", f"Picture {n}")
+            page.keyboard.press("Enter")
+            page.wait_for_function(f"() => document.querySelectorAll('#chatbot [data-testid=bot]').length >= {n}",
+                                   timeout=30_000)
+            page.wait_for_function("() => !document.querySelector('#composer textarea').disabled", timeout=30_000)
+        page.wait_for_function("() => document.querySelector('#soft-token-map').innerText.includes('street.jpg')",
+                               timeout=30_000)
+        assert mapped_names(page) == ["street.jpg"], "the latest message's media"
+
+        page.locator("#chatbot [data-testid=bot]").first.click()  # the reply to the first message
+        page.wait_for_function("() => document.querySelector('#soft-token-map').innerText.includes('shapes.png')",
+                               timeout=30_000)
+        assert mapped_names(page) == ["shapes.png"]
+        assert "picked in the chat" in page.inner_text("#soft-token-map")
+        assert drawn_counts(page) == [image_grid(processor, 640, 480, 280).soft_tokens]
+        screenshot(page, "soft-token-map-of-a-picked-message")
+
+        attach(page, EXAMPLES / "speech.wav")
+        page.wait_for_function("() => !document.querySelector('#soft-token-map').innerText.includes('picked')",
+                               timeout=30_000)
+        assert mapped_names(page) == ["speech.wav"], "the draft's media come first"
+    finally:
+        server.demo.close()
