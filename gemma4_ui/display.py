@@ -25,8 +25,8 @@ THINKING_TITLE = "💭 Thinking"
 def turn_of_message(conversation: Conversation, index: int) -> int | None:
     """The turn that rendered chat message `index` belongs to (None past the end)."""
     shown = 0
-    for t in range(len(conversation.turns)):
-        shown = len(render(Conversation(conversation.turns[:t + 1])))
+    for t, turn in enumerate(conversation.turns):
+        shown += len(_user(turn) if isinstance(turn, UserTurn) else _assistant(turn, t, None))
         if index < shown:
             return t
     return None

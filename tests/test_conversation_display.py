@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gemma4_ui.chat import Live
 from gemma4_ui.conversation import AssistantTurn, Conversation, ToolRound, UserTurn, to_gemma_messages
-from gemma4_ui.display import render
+from gemma4_ui.display import render, turn_of_message
 from gemma4_ui.events import ToolCall
 from gemma4_ui.media import load_media
 from gemma4_ui.tools import ToolResult
@@ -96,3 +96,22 @@ def test_a_settled_answer_has_its_stats_line_under_it():
     assert "70 tokens in, 33 out" in answer and "2 rounds" in answer
     # While it streams, and without stats, the answer is the text alone.
     assert render(Conversation([UserTurn("hi"), AssistantTurn(content="Hi")]))[-1]["content"] == "Hi"
+
+
+def test_each_chat_message_knows_its_turn():
+    """A click on a chat message names a message index; the turn behind it is found from the
+    same rendering (media bubbles, thoughts and tool panels each count)."""
+    call = ToolCall("calculator", {"expression": "2+2"}, id="call_0")
+    result = ToolResult("calculator", "call_0", "ok", {"result": 4}, 0.0)
+    conversation = Conversation([
+        UserTurn("Look", media("shapes.png", "street.jpg")),
+        AssistantTurn(content="Two images.", reasoning="They sent two."),
+        UserTurn("2+2?"),
+        AssistantTurn(rounds=[ToolRound([call], [result])], content="4"),
+    ])
+    shown = render(conversation)
+    turns = [turn_of_message(conversation, i) for i in range(len(shown))]
+    assert turns == sorted(turns) and set(turns) == {0, 1, 2, 3}
+    assert turns.count(0) == 3, "two images and the text"
+    assert [m["role"] for m, t in zip(shown, turns) if t in (1, 3)] == ["assistant"] * (turns.count(1) + turns.count(3))
+    assert turn_of_message(conversation, len(shown)) is None
