@@ -2,6 +2,7 @@
 
     python scripts/train_tiny_gemma4.py [--seed 0] [--mix-scale 0.7] [--out assets/tiny-gemma4]  # ~65 min, 2 cores
     python scripts/train_tiny_gemma4.py --resume      # continue from the last checkpoint (out/train-checkpoint.pt)
+    python scripts/train_tiny_gemma4.py --init-from out/train-checkpoint.pt --seed 1  # a further stage, fresh data
     python scripts/train_tiny_gemma4.py --device cuda # the same on a GPU
     python scripts/train_tiny_gemma4.py --eval [--out assets/tiny-gemma4]  # held-out behaviour, greedy
 
@@ -18,11 +19,13 @@ on city names, expressions and time zones that never occur in the training data,
 example media, and reports exact argument copies, answers that quote the tool's result,
 thoughts exactly when asked for, media acknowledged, and replies that end cleanly.
 
-Status (seed 0, --mix-scale 0.7, 4 layers): copy warm-up reached 0.97 in 560 steps, final loss
-0.25 after 308 steps, 64.8 min in all, 4.1 M parameters (7.8 MB). Held out: thoughts exactly
-when asked 109/109, one image / two images acknowledged, but exact copies only 8/61 cities,
-0/20 expressions, 5/20 zones, and most replies with thinking on or many tools enabled end
-inside a thought or a call: the bundle keeps random weights for now.
+Status (4 layers, 4.1 M parameters, 7.8 MB). Stage 1: seed 0, --mix-scale 0.7, copy warm-up to
+0.97 in 560 steps, 308 steps, loss 0.25, 65 min. Stage 2: --init-from stage 1's checkpoint,
+seed 1, --mix-scale 1.3, --learning-rate 1.5e-3, --steps 480, loss 0.21, 145 min in all.
+Held out after stage 2 (greedy): weather calls 40/61 exact (answers quote the result 35/40),
+time zones 14/20, calculator expressions 3/20, thoughts exactly when asked 109/109, media
+5/8, clean endings 70/109; 13 of the 19 acceptance tests tried pass. The bundle keeps random
+weights until all pass.
 """
 
 from __future__ import annotations
@@ -346,8 +349,10 @@ def train(seed: int, out: Path, epochs: int, mix: dict[str, int], threads: int, 
             save_checkpoint(checkpoint, model, optimizer, copy_task, step + 1, warmup_steps,
                             minutes_before + (time.perf_counter() - started) / 60)
 
-    # 6. Save in bfloat16 next to the bundle's own tokenizer, processor and template.
+    # 6. Save in bfloat16 next to the bundle's own tokenizer, processor and template; the last
+    #    checkpoint (float32) is what a further stage starts from (--init-from).
     total_minutes = minutes_before + (time.perf_counter() - started) / 60
+    save_checkpoint(checkpoint, model, optimizer, copy_task, len(plan), warmup_steps, total_minutes)
     summary = {"seed": seed, "epochs": epochs, "copy_warmup_steps": warmup_steps, "steps": len(plan),
                "sequences": len(examples), "tokens": tokens, "final_loss": round(final_loss, 4),
                "final_copy_accuracy": round(copied, 3), "total_minutes": round(total_minutes, 1),
