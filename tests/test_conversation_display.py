@@ -96,3 +96,20 @@ def test_a_settled_answer_has_its_stats_line_under_it():
     assert "70 tokens in, 33 out" in answer and "2 rounds" in answer
     # While it streams, and without stats, the answer is the text alone.
     assert render(Conversation([UserTurn("hi"), AssistantTurn(content="Hi")]))[-1]["content"] == "Hi"
+
+
+def test_a_streaming_turn_renders_as_render_does_with_the_settled_turns_rendered_once():
+    from gemma4_ui.display import StreamingRender
+
+    call = ToolCall("calculator", {"expression": "2+2"}, id="call_0")
+    result = ToolResult("calculator", "call_0", "ok", {"result": 4}, 0.0)
+    history = [UserTurn("2+2?"), AssistantTurn(rounds=[ToolRound([call], [result], reasoning="Add.")], content="4",
+                                               reasoning="Done."), UserTurn("And `3*3`?")]
+    streaming = StreamingRender()
+    conversation = Conversation(history + [AssistantTurn()])
+    for live in (Live(reasoning="Multiply"), Live(reasoning="Multiply.", thinking_seconds=0.5, content="It is"),
+                 Live(reasoning="Multiply.", thinking_seconds=0.5, content="It is 9.", calls_started=1)):
+        assert streaming(conversation, live) == render(conversation, live)
+    assert streaming(conversation, None, notice="Stopped.") == render(conversation, notice="Stopped.")
+    assert streaming(Conversation(history)) == render(Conversation(history))  # another conversation: rendered anew
+    assert streaming(Conversation()) == render(Conversation()) == []
