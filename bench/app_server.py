@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 READY = "BENCH_APP_READY"
 SCRIPTED_TOKENS = "BENCH_SCRIPTED_TOKENS"  # replies are the first N tokens of a markdown text
 CHAT_RENDERING = "BENCH_CHAT_RENDERING"  # JSON: the Chatbot's rendering options instead of the app's
+UPDATES_PER_SECOND = "BENCH_UPDATES_PER_SECOND"  # the streamed updates' rate limit instead of the app's
 # One intra-op thread for the tiny model, in every process that runs it. With two threads on
 # this 2-core machine, OpenMP spins against any other job and the model itself becomes 3-5x
 # slower and erratic (measured: 18-38 tok/s with 2 threads, 94-138 with 1, side by side).
@@ -94,7 +95,7 @@ def release_free_memory(*_signal) -> None:
 
 
 def serve(port: int, stats_file: Path) -> None:
-    from gemma4_ui import ui
+    from gemma4_ui import session, ui
     from gemma4_ui.config import Settings
     from gemma4_ui.session import SharedChatHandlers
     from gemma4_ui.ui import CSS, build_ui, enable_queue
@@ -107,6 +108,8 @@ def serve(port: int, stats_file: Path) -> None:
         hold_to_script(local.model, local.processor.tokenizer, int(os.environ[SCRIPTED_TOKENS]))
     if os.environ.get(CHAT_RENDERING):  # the Chatbot as another version of the app sets it up
         ui.CHAT_RENDERING = json.loads(os.environ[CHAT_RENDERING])
+    if os.environ.get(UPDATES_PER_SECOND):  # read by the pacer at each update
+        session.MAX_UPDATES_PER_SECOND = float(os.environ[UPDATES_PER_SECOND])
     engine = recording_engine(local, stats_file)
     demo = enable_queue(build_ui(SharedChatHandlers(engine, settings)), settings.gpu_concurrency)
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, css=CSS,

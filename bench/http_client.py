@@ -62,13 +62,16 @@ class ChatClient:
         response.raise_for_status()
         return {"path": response.json()[0], "meta": {"_type": "gradio.FileData"}, "orig_name": path.name}
 
-    def chat(self, text: str, files: tuple[Path, ...] = (), **settings) -> StreamedReply:
-        """Send one message in a new session and collect the streamed chat."""
+    def chat(self, text: str, files: tuple[Path, ...] = (), session_hash: str | None = None,
+             **settings) -> StreamedReply:
+        """Send one message and collect the streamed chat: in a new session, or in the
+        session `session_hash` (another client's, say), whose conversation it continues."""
         options = {**CHAT_DEFAULTS, **settings}
         reply = StreamedReply(requested=time.perf_counter())
         message = {"text": text, "files": [self.upload(p) for p in files]}
         data = [message, *(options[name] for name in CHAT_DEFAULTS)]
-        response = self._http.post(f"{self.url}/call/chat", json={"data": data})
+        body = {"data": data, **({"session_hash": session_hash} if session_hash else {})}
+        response = self._http.post(f"{self.url}/call/chat", json=body)
         response.raise_for_status()
         event_id = response.json()["event_id"]
         with self._http.stream("GET", f"{self.url}/call/chat/{event_id}") as stream:

@@ -45,6 +45,28 @@ def render(conversation: Conversation, live: Live | None = None, notice: str = "
     return messages
 
 
+class StreamingRender:
+    """`render` for the updates of one streaming turn. Only the last turn changes while a
+    turn streams (the runner appends to it), so the turns before it are rendered once and
+    their messages reused: re-rendering a long chat's every message on each update is
+    Python work that competes with generation for the CPU and the interpreter lock.
+    The messages reused are never modified (Gradio builds its own from them)."""
+
+    def __init__(self):
+        self._head: tuple[tuple[int, ...], list[dict]] = ((), [])  # (ids of the turns, their messages)
+
+    def __call__(self, conversation: Conversation, live: Live | None = None, notice: str = "") -> list[dict]:
+        if not conversation.turns:
+            return render(conversation, live, notice)
+        *head, last = conversation.turns
+        key = tuple(map(id, head))  # the runner keeps these turn objects for the whole stream
+        if key != self._head[0]:
+            self._head = (key, render(Conversation(head)))
+        t = len(head)
+        tail = _user(last) if isinstance(last, UserTurn) else _assistant(last, t, live)
+        return self._head[1] + tail + ([_notice_message(notice)] if notice else [])
+
+
 def _user(turn: UserTurn) -> list[dict]:
     out = [{"role": "user", "content": {"path": item.shown_path or item.path, "alt_text": item.name}}
            for item in turn.media]

@@ -30,7 +30,7 @@ from . import token_probabilities, transcript
 from .chat import Snapshot, TurnRunner
 from .config import Settings
 from .conversation import AssistantTurn, Conversation, UserTurn
-from .display import edited_text, render, turn_of_message
+from .display import StreamingRender, edited_text, render, turn_of_message
 from .engine import Engine
 from .events import ToolCall
 from .inspector import SingleFlight, counting_processor
@@ -429,6 +429,8 @@ class SharedChatHandlers:
         conversation yields nothing more."""
         ticket = session.turns.begin(_submitted_at())
         options.token_probabilities = session.probabilities_shown
+        if view is render:
+            view = StreamingRender()  # the same messages, the settled turns rendered once
         try:
             if session.turns.superseded(ticket):
                 yield gr.skip(), gr.skip(), gr.skip()

@@ -67,10 +67,12 @@ CSS = """
 .ctx-meter > div { height: 100%; background: var(--color-accent); }
 .ctx-label { font-size: 0.85em; margin: 4px 0 8px; }
 .token-counts table { width: 100%; font-size: 0.9em; }
-/* Only the last message sent can be edited (the handler refuses the others), so only its text
-   keeps the edit control: one followed by any later user message (a media-only last turn
-   included) loses it. Found by its icon, which does not change with the UI's language. */
-#chatbot .message-buttons-right:has(~ .user-row) button:has(.feather-edit-2) { display: none; }
+/* Only the last message sent can be edited (the handler refuses the others), so only the
+   last user bubble keeps the edit control (none when that bubble is media: a media-only last
+   turn). nth-last-child(of) rather than a sibling :has(), which Chromium re-checks on every
+   streamed update of a long chat. Found by its icon, the same in every UI language. */
+#chatbot .user-row:not(:nth-last-child(1 of .user-row)) + .message-buttons-right button:has(.feather-edit-2) {
+  display: none; }
 #chatbot .reply-stats { font-size: 0.75em; opacity: 0.65; margin-top: 4px; font-variant-numeric: tabular-nums; }
 #template-raw .textfield { font-family: var(--font-mono); white-space: pre-wrap; font-size: 0.85em; }
 #template-expanded textarea, #raw-output textarea { font-family: var(--font-mono); font-size: 0.85em; }

@@ -115,3 +115,20 @@ def test_each_chat_message_knows_its_turn():
     assert turns.count(0) == 3, "two images and the text"
     assert [m["role"] for m, t in zip(shown, turns) if t in (1, 3)] == ["assistant"] * (turns.count(1) + turns.count(3))
     assert turn_of_message(conversation, len(shown)) is None
+
+
+def test_a_streaming_turn_renders_as_render_does_with_the_settled_turns_rendered_once():
+    from gemma4_ui.display import StreamingRender
+
+    call = ToolCall("calculator", {"expression": "2+2"}, id="call_0")
+    result = ToolResult("calculator", "call_0", "ok", {"result": 4}, 0.0)
+    history = [UserTurn("2+2?"), AssistantTurn(rounds=[ToolRound([call], [result], reasoning="Add.")], content="4",
+                                               reasoning="Done."), UserTurn("And `3*3`?")]
+    streaming = StreamingRender()
+    conversation = Conversation(history + [AssistantTurn()])
+    for live in (Live(reasoning="Multiply"), Live(reasoning="Multiply.", thinking_seconds=0.5, content="It is"),
+                 Live(reasoning="Multiply.", thinking_seconds=0.5, content="It is 9.", calls_started=1)):
+        assert streaming(conversation, live) == render(conversation, live)
+    assert streaming(conversation, None, notice="Stopped.") == render(conversation, notice="Stopped.")
+    assert streaming(Conversation(history)) == render(Conversation(history))  # another conversation: rendered anew
+    assert streaming(Conversation()) == render(Conversation()) == []
