@@ -66,31 +66,21 @@ def test_the_model_acknowledges_the_media_it_received(client):
 
 def test_stop_a_long_reply_in_the_browser(app_server, page):
     from test_browser import open_app
+    from test_browser_turns import stop_once_the_reply_is_long
 
     open_app(page, app_server.url)
     page.fill("#composer textarea", "Write a long story.")
     page.keyboard.press("Enter")
-    page.wait_for_function("""() => { const bots = document.querySelectorAll('#chatbot [data-testid="bot"]');
-                                      return bots.length && bots[bots.length - 1].innerText.length > 80; }""",
-                           timeout=60_000)
-    page.click("#stop")
-    page.wait_for_function("() => document.querySelector('#chatbot').innerText.includes('Stopped')", timeout=30_000)
-    page.wait_for_function("() => document.querySelector('#stop').disabled", timeout=30_000)
+    stop_once_the_reply_is_long(page, timeout=60_000)
     screenshot(page, "stopped")
 
 
 def test_tool_loop_in_the_browser(app_server, page):
     from test_browser import open_app
+    from test_browser_turns import open_the_call_panel, send_the_tool_call_example
 
     open_app(page, app_server.url)
-    page.get_by_role("button", name="🛠️ Tool call", exact=True).click()  # the example turns thinking and the weather tool on
-    page.wait_for_function("() => document.querySelector('#composer textarea').value.includes('Ouagadougou')")
-    page.click("#composer textarea")
-    page.keyboard.press("Enter")
-    page.wait_for_function("() => document.querySelector('#chatbot').innerText.includes('Thinking · 🛠️')",
-                           timeout=60_000)
+    send_the_tool_call_example(page, timeout=60_000)
     page.wait_for_function("() => !document.querySelector('#composer textarea').disabled", timeout=120_000)
-    page.locator("#chatbot .thought-group > .title").first.click()
-    page.wait_for_function("() => document.querySelector('#chatbot').innerText.includes('get_current_weather')")
-    assert '"location": "Ouagadougou"' in page.inner_text("#chatbot")
+    assert '"location": "Ouagadougou"' in open_the_call_panel(page)
     screenshot(page, "tool-loop")

@@ -15,6 +15,34 @@ THOUGHT_AND_CALL = ("<|channel>thought\nThe user wants the weather in Ouagadougo
 ANSWER = "I have the weather.<channel|>It is sunny in Ouagadougou.<turn|>"
 
 
+def stop_once_the_reply_is_long(page, timeout: int) -> None:
+    """Press Stop once the streaming reply holds some text; returns when the chat says so."""
+    page.wait_for_function("""() => { const bots = document.querySelectorAll('#chatbot [data-testid="bot"]');
+                                      return bots.length && bots[bots.length - 1].innerText.length > 80; }""",
+                           timeout=timeout)
+    page.click("#stop")
+    page.wait_for_function("() => document.querySelector('#chatbot').innerText.includes('Stopped')", timeout=30_000)
+    page.wait_for_function("() => document.querySelector('#stop').disabled", timeout=30_000)
+
+
+def send_the_tool_call_example(page, timeout: int) -> None:
+    """Send the "🛠️ Tool call" example (it turns thinking and the weather tool on); returns
+    when the thinking-and-call panel shows."""
+    page.get_by_role("button", name="🛠️ Tool call", exact=True).click()
+    page.wait_for_function("() => document.querySelector('#composer textarea').value.includes('Ouagadougou')")
+    page.click("#composer textarea")
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => document.querySelector('#chatbot').innerText.includes('Thinking · 🛠️')",
+                           timeout=timeout)
+
+
+def open_the_call_panel(page) -> str:
+    """Open the first thought-and-call panel; the chat's text with it open."""
+    page.locator("#chatbot .thought-group > .title").first.click()
+    page.wait_for_function("() => document.querySelector('#chatbot').innerText.includes('get_current_weather')")
+    return page.inner_text("#chatbot")
+
+
 @pytest.fixture()
 def long_reply_server(processor):
     # A recorded long story, paced so that it is still streaming when Stop is pressed (random
@@ -31,12 +59,7 @@ def test_stop_a_long_reply_in_the_browser(long_reply_server, page):
     page.fill("#composer textarea", "Write a long story.")
     page.keyboard.press("Enter")
     page.wait_for_function("() => !document.querySelector('#stop').disabled", timeout=10_000)
-    page.wait_for_function("""() => { const bots = document.querySelectorAll('#chatbot [data-testid="bot"]');
-                                      return bots.length && bots[bots.length - 1].innerText.length > 80; }""",
-                           timeout=120_000)
-    page.click("#stop")
-    page.wait_for_function("() => document.querySelector('#chatbot').innerText.includes('Stopped')", timeout=30_000)
-    page.wait_for_function("() => document.querySelector('#stop').disabled", timeout=30_000)
+    stop_once_the_reply_is_long(page, timeout=120_000)
     page.wait_for_function("() => !document.querySelector('#composer textarea').disabled", timeout=30_000)
     screenshot(page, "stopped")
 
@@ -52,18 +75,11 @@ def weather_server(processor):
 def test_tool_loop_in_the_browser(weather_server, page):
     server, engine = weather_server
     open_app(page, server.url)
-    page.get_by_role("button", name="🛠️ Tool call", exact=True).click()  # the example turns thinking and the weather tool on
-    page.wait_for_function("() => document.querySelector('#composer textarea').value.includes('Ouagadougou')")
-    page.click("#composer textarea")
-    page.keyboard.press("Enter")
-    page.wait_for_function("() => document.querySelector('#chatbot').innerText.includes('Thinking · 🛠️')",
-                           timeout=60_000)
+    send_the_tool_call_example(page, timeout=60_000)
     page.wait_for_function("() => document.querySelector('#chatbot').innerText.includes('sunny in Ouagadougou')",
                            timeout=60_000)
     page.wait_for_function("() => !document.querySelector('#composer textarea').disabled", timeout=60_000)
-    page.locator("#chatbot .thought-group > .title").first.click()
-    page.wait_for_function("() => document.querySelector('#chatbot').innerText.includes('get_current_weather')")
-    shown = page.inner_text("#chatbot")
+    shown = open_the_call_panel(page)
     assert '"location": "Ouagadougou"' in shown
     assert 'response:get_current_weather{' in engine.prompts[1], "the result went back to the model"
     screenshot(page, "tool-loop")
