@@ -36,6 +36,9 @@ READY = "BENCH_APP_READY"
 SCRIPTED_TOKENS = "BENCH_SCRIPTED_TOKENS"  # replies are the first N tokens of a markdown text
 CHAT_RENDERING = "BENCH_CHAT_RENDERING"  # JSON: the Chatbot's rendering options instead of the app's
 UPDATES_PER_SECOND = "BENCH_UPDATES_PER_SECOND"  # the streamed updates' rate limit instead of the app's
+# The chat as the app streamed it before: the whole chat re-sent into one Chatbot on every
+# update (paced to 4% of the time), and every token of layer 3 coloured.
+ONE_CHATBOT = "BENCH_ONE_CHATBOT"
 # One intra-op thread for the tiny model, in every process that runs it. With two threads on
 # this 2-core machine, OpenMP spins against any other job and the model itself becomes 3-5x
 # slower and erratic (measured: 18-38 tok/s with 2 threads, 94-138 with 1, side by side).
@@ -98,7 +101,7 @@ def serve(port: int, stats_file: Path) -> None:
     from gemma4_ui import session, ui
     from gemma4_ui.config import Settings
     from gemma4_ui.session import SharedChatHandlers
-    from gemma4_ui.ui import CSS, build_ui, enable_queue
+    from gemma4_ui.ui import PAGE, build_ui, enable_queue
 
     settings = Settings(model="tiny", max_new_tokens_cap=8192)
     local = tiny_engine()
@@ -110,9 +113,19 @@ def serve(port: int, stats_file: Path) -> None:
         ui.CHAT_RENDERING = json.loads(os.environ[CHAT_RENDERING])
     if os.environ.get(UPDATES_PER_SECOND):  # read by the pacer at each update
         session.MAX_UPDATES_PER_SECOND = float(os.environ[UPDATES_PER_SECOND])
+    if os.environ.get(ONE_CHATBOT):
+        from gemma4_ui import display, expanded_view
+
+        class WholeChat(display.StreamingRender):
+            def __call__(self, conversation, live=None, notice=""):
+                return display.render(conversation, live, notice), []
+
+        session.StreamingRender = WholeChat
+        session.MAX_UPDATE_SHARE = 0.04
+        expanded_view.MAX_COLOURED_TOKENS = 10**9
     engine = recording_engine(local, stats_file)
     demo = enable_queue(build_ui(SharedChatHandlers(engine, settings)), settings.gpu_concurrency)
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, css=CSS,
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **PAGE,
                 max_file_size=int(settings.limits.max_file_mb * 1024 * 1024))
     signal.signal(signal.SIGUSR1, release_free_memory)
     print(READY, flush=True)

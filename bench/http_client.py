@@ -3,7 +3,8 @@ event stream), timestamping every streamed update as it arrives.
 
 Used where the exact arrival time matters (time to first token): gradio_client polls its
 message queue every 50 ms, which would add up to 50 ms of the client's own latency to every
-figure. Updates carry the whole chat (Gradio's simple format), as gradio_client gives them.
+figure. Updates carry the chat's two parts (Gradio's simple format), as gradio_client gives
+them; an update's chat is what they hold (while a turn streams, the live part only).
 """
 
 from __future__ import annotations
@@ -81,8 +82,9 @@ class ChatClient:
                     event = line.removeprefix("event:").strip()
                 elif line.startswith("data:") and event in ("generating", "complete"):
                     payload = json.loads(line.removeprefix("data:"))
-                    if payload:
-                        reply.updates.append((time.perf_counter(), payload[0]))
+                    if payload:  # the chat's history (not sent while a turn streams), its live part
+                        chat = [m for part in payload[:2] if isinstance(part, list) for m in part]
+                        reply.updates.append((time.perf_counter(), chat))
                 elif line.startswith("data:") and event == "error":
                     raise RuntimeError(f"the app answered with an error: {line}")
         return reply

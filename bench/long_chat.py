@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import time
 
-from .app_server import CHAT_RENDERING, SCRIPTED_TOKENS, UPDATES_PER_SECOND, AppProcess
+from .app_server import CHAT_RENDERING, ONE_CHATBOT, SCRIPTED_TOKENS, UPDATES_PER_SECOND, AppProcess
 from .browser import set_reply_length, task_seconds
 from .chromium import app_page, browser
 from .context import Context
@@ -24,8 +24,9 @@ from .harness import Figure, Section, Target, interleaved, paired
 from .scripted_reply import long_chat
 
 MESSAGES = 40
-# The app as it was before: the Chatbot with Gradio's defaults, up to 25 updates a second.
-BEFORE = {CHAT_RENDERING: json.dumps({}), UPDATES_PER_SECOND: "25"}
+# The app as it was before: the whole chat in one Chatbot with Gradio's defaults, re-sent on
+# every update, up to 25 updates a second.
+BEFORE = {CHAT_RENDERING: json.dumps({}), UPDATES_PER_SECOND: "25", ONE_CHATBOT: "1"}
 PROMPT = "Show me the next steps, with code."
 MONITOR = """() => {
     const m = window.__bench = {visible: [], longTasks: [], stop: false};

@@ -126,8 +126,9 @@ def app_via_gradio_client(client, app, text: str, max_new_tokens: int, new_conve
         client.predict(api_name="/new_conversation")
     before, cpu = len(app.recorded_rounds()), app.cpu_seconds()
     requested = time.perf_counter()
-    arrivals = [time.perf_counter() for chat in client.submit(
-        {"text": text, "files": []}, "", False, max_new_tokens, 0.0, api_name="/chat") if reply_text(chat)]
+    arrivals = [time.perf_counter() for parts in client.submit(
+        {"text": text, "files": []}, "", False, max_new_tokens, 0.0, api_name="/chat")
+        if reply_text([m for part in parts if isinstance(part, list) for m in part])]
     return _app_timing(app, before, requested, arrivals[0], arrivals[-1], app.cpu_seconds() - cpu)
 
 

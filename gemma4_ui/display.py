@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 
+import gradio as gr
+
 from .conversation import AssistantTurn, Conversation, ToolRound, UserTurn
 from .events import ToolCall, ToolResult
 from .live import Live
@@ -32,10 +34,11 @@ def turn_of_message(conversation: Conversation, index: int) -> int | None:
     return None
 
 
-def render(conversation: Conversation, live: Live | None = None, notice: str = "") -> list[dict]:
+def render(conversation: Conversation, live: Live | None = None, notice: str = "", start: int = 0) -> list[dict]:
+    """The messages of the turns from `start` on (`live`: the last turn's streaming round)."""
     messages: list[dict] = []
     last = len(conversation.turns) - 1
-    for t, turn in enumerate(conversation.turns):
+    for t, turn in enumerate(conversation.turns[start:], start):
         if isinstance(turn, UserTurn):
             messages.extend(_user(turn))
         else:
@@ -45,26 +48,47 @@ def render(conversation: Conversation, live: Live | None = None, notice: str = "
     return messages
 
 
+# The chat is two Chatbots, one above the other: the history holds every settled turn and is
+# left alone while a turn streams; the live part holds only what this turn adds. Gradio
+# re-processes, diffs and re-draws every message of a Chatbot on each update, so a reply
+# streaming into a long chat would cost more with every message above it (on the server,
+# and far more in the browser); this way an update costs the same however long the chat.
+
+
+def settled(conversation: Conversation, notice: str = "") -> tuple[list[dict], list[dict]]:
+    """(history, live) of a chat at rest: every turn in the history; a notice (a refusal, an
+    error) below it, in the live part, so that the history is always `render(conversation)`."""
+    return render(conversation), [_notice_message(notice)] if notice else []
+
+
+def common_turns(shown: Conversation, conversation: Conversation) -> int:
+    """How many leading turns `conversation` shares with `shown` (the same turn objects)."""
+    n = 0
+    for a, b in zip(shown.turns, conversation.turns):
+        if a is not b:
+            break
+        n += 1
+    return n
+
+
 class StreamingRender:
-    """`render` for the updates of one streaming turn. Only the last turn changes while a
-    turn streams (the runner appends to it), so the turns before it are rendered once and
-    their messages reused: re-rendering a long chat's every message on each update is
-    Python work that competes with generation for the CPU and the interpreter lock.
-    The messages reused are never modified (Gradio builds its own from them)."""
+    """(history, live) for the updates of one streaming turn, given the conversation the history
+    shows now. The turns the stream keeps stay in the history: it is sent once, on the first
+    update, only if the stream dropped or replaced some of its turns (a retry, an edit, a
+    client tool's answer), and skipped after that. Everything from the first new turn on is
+    the live part, rendered on each update."""
 
-    def __init__(self):
-        self._head: tuple[tuple[int, ...], list[dict]] = ((), [])  # (ids of the turns, their messages)
+    def __init__(self, shown: Conversation):
+        self.shown = shown
+        self.start: int | None = None
 
-    def __call__(self, conversation: Conversation, live: Live | None = None, notice: str = "") -> list[dict]:
-        if not conversation.turns:
-            return render(conversation, live, notice)
-        *head, last = conversation.turns
-        key = tuple(map(id, head))  # the runner keeps these turn objects for the whole stream
-        if key != self._head[0]:
-            self._head = (key, render(Conversation(head)))
-        t = len(head)
-        tail = _user(last) if isinstance(last, UserTurn) else _assistant(last, t, live)
-        return self._head[1] + tail + ([_notice_message(notice)] if notice else [])
+    def __call__(self, conversation: Conversation, live: Live | None = None, notice: str = "") -> tuple:
+        history = gr.skip()
+        if self.start is None:
+            self.start = common_turns(self.shown, conversation)
+            if self.start < len(self.shown.turns):
+                history = render(Conversation(conversation.turns[: self.start]))
+        return history, render(conversation, live, notice, start=self.start)
 
 
 def _user(turn: UserTurn) -> list[dict]:

@@ -14,6 +14,10 @@ from .inspector import AUDIO, IMAGE, TEXT, VIDEO
 
 SOFT_KINDS = {IMAGE: "image", VIDEO: "video", AUDIO: "audio"}
 FOLD_RUNS_LONGER_THAN = 8
+# A long chat's tokens are coloured from this many before the end: one span per token is
+# ~70 bytes of HTML, and re-drawing 20k of them blocks the browser for half a second at each
+# refresh. The tokens before stay, as plain text in a fold (the plain layer has them too).
+MAX_COLOURED_TOKENS = 4000
 
 
 def _runs(ids: list[int], types: list[int]):
@@ -35,7 +39,16 @@ def expanded_html(processor, inputs) -> str:
     special = set(tokenizer.all_special_ids)
     pieces = {i: html.escape(tokenizer.decode([i], skip_special_tokens=False)) for i in set(ids)}
     out = []
+    first = max(0, len(ids) - MAX_COLOURED_TOKENS)
+    while 0 < first < len(ids) and types[first] in SOFT_KINDS and types[first - 1] == types[first]:
+        first -= 1  # a soft-token run is coloured whole
+    if first:
+        early = html.escape(tokenizer.decode(ids[:first], skip_special_tokens=False))
+        out.append(f"<details class='xv-early'><summary>Positions 0–{first - 1:,}: {first:,} tokens, shown "
+                   f"without colours</summary>{early}</details>")
     for start, end, token, kind in _runs(ids, types):
+        if end <= first:
+            continue
         name = SOFT_KINDS.get(kind) or ("control" if token in special else "text")
         count = end - start
         if count > FOLD_RUNS_LONGER_THAN:
@@ -64,4 +77,5 @@ CSS = """
 .xv-run.xv-audio > summary, .xv-run.xv-audio { background: rgba(16,185,129,0.25); }
 .xv-run.xv-video > summary, .xv-run.xv-video { background: rgba(245,158,11,0.28); }
 .xv-legend .xv { padding: 0 4px; font-size: 0.8em; }
+.xv-early > summary { cursor: pointer; font-family: var(--font-sans); opacity: 0.75; margin-bottom: 4px; }
 """

@@ -30,7 +30,7 @@ from . import token_probabilities, transcript
 from .chat import Snapshot, TurnRunner
 from .config import Settings
 from .conversation import AssistantTurn, Conversation, UserTurn
-from .display import StreamingRender, edited_text, render, turn_of_message
+from .display import StreamingRender, edited_text, render, settled, turn_of_message
 from .engine import Engine
 from .events import ToolCall
 from .inspector import SingleFlight, counting_processor
@@ -47,15 +47,17 @@ from .tools import ToolRegistry, ToolSchemaError, default_registry
 EMPTY_INSPECTOR = ("<p class='inspector-empty'>Type a message or attach a file: what Gemma 4 will receive, "
                    "and what each part costs in tokens, shows here before you send.</p>")
 
-# Streamed updates per second at most: enough to look live, few enough that a fast model
-# is never slowed by re-rendering the chat (tokens in between arrive in the next update).
-MAX_UPDATES_PER_SECOND = 25
-# ...and at most this share of the time spent sending them. An update re-renders, diffs and
-# sends the whole chat, and Gradio re-checks every file in it, so its cost grows with the
-# chat: ~3 ms for a short text chat, ~12 ms with 4 images, ~50 ms with 12 (2 busy CPU
-# cores). That work competes with generation for the CPU (and Python's lock), and the app
-# should cost under 5% of the model's speed: long chats get fewer, larger updates.
-MAX_UPDATE_SHARE = 0.04
+# Streamed updates per second at most: enough to look live (a reader sees a smooth stream
+# from about 10), few enough that a fast model is never slowed by them (tokens in between
+# arrive in the next update).
+MAX_UPDATES_PER_SECOND = 15
+# ...and at most this share of the wall time spent sending them. An update renders, diffs and
+# sends the live part of the chat (display.py), so its cost does not grow with the history;
+# it grows with what this turn holds (Gradio re-checks every file in it) and, measured as
+# wall time, it includes waiting for the CPU and Python's lock while the model runs (~3 ms
+# for text on an idle machine, 15-20 ms with the browser and the model busy on 2 cores).
+# Costly turns get fewer, larger updates.
+MAX_UPDATE_SHARE = 0.3
 # ...but never less than one a second, however costly, so the reply is seen to progress.
 MAX_UPDATE_INTERVAL = 1.0
 # The bundled model with random weights writes noise until the limit: offline, while the
@@ -207,6 +209,7 @@ class UserSession:
         # The turn (index) whose media the soft-token map shows, picked by clicking a message;
         # None: the draft's media, or else the latest message's.
         self.mapped_turn: int | None = None
+        self.inspector_shown: tuple | None = None  # the inspector's layers as last sent to the browser
 
     def __deepcopy__(self, memo) -> "UserSession":
         return UserSession(self._shared_tools)
@@ -276,37 +279,39 @@ class SharedChatHandlers:
     def stage(self, value, conversation: Conversation, session: UserSession):
         """Composer submit: check the draft before anything else happens. A bad file keeps the
         draft in the composer and warns; a good draft shows at once and goes to `respond`.
-        Returns (composer, staged draft, chat, Stop button)."""
+        Returns (composer, staged draft, chat history, live chat, Stop button)."""
         draft = Draft.from_value(value)
         if draft.empty:
-            return gr.update(), None, gr.update(), gr.update()
+            return gr.update(), None, gr.update(), gr.update(), gr.update()
         try:
             turn = self.user_turn(draft, session)
         except MediaError as err:
             # Both stay until the user acts: the toast until closed, the notice until the
             # next message; the draft stays in the composer.
             gr.Warning(toast_text(err), duration=None)
-            return gr.update(), None, render(conversation, notice=str(err)), gr.update()
+            return gr.update(), None, *settled(conversation, notice=str(err)), gr.update()
         for item in turn.media:
             if item.warning:
                 gr.Warning(toast_text(item.warning))
         preview = Conversation(_moved_on(conversation).turns + [turn])
         session.in_flight = (None, preview)
         session.mapped_turn = None  # the map follows the new message
-        return gr.update(value=None, interactive=False), draft.as_value(), render(preview), gr.update(interactive=True)
+        return (gr.update(value=None, interactive=False), draft.as_value(), *StreamingRender(conversation)(preview),
+                gr.update(interactive=True))
 
     def respond(self, message, conversation: Conversation, session: UserSession, options: ChatOptions,
                 request: gr.Request = None):
         """The /chat endpoint: a message (text and files) in, the streamed chat out. A client
         tool still waiting for its result is cancelled, visibly: the user moved on."""
-        yield from self._respond(render, message, conversation, session, options)
+        yield from self._respond(None, message, conversation, session, options)
 
     def reply(self, message, conversation: Conversation, session: UserSession, options: ChatOptions,
               request: gr.Request = None):
         """The /reply endpoint: the same turn as /chat, the reply streamed as data (answer,
         thought, tool calls with their results, stats; notices apart)."""
         sent = None
-        for data, conv, _ in self._respond(reply_data, message, conversation, session, options,
+        view = lambda c, live=None, notice="": (reply_data(c, live, notice),)  # noqa: E731
+        for data, conv, _ in self._respond(view, message, conversation, session, options,
                                            empty_notice="The message is empty: send text or a file."):
             if data is not None and data != sent:
                 sent = data
@@ -314,28 +319,35 @@ class SharedChatHandlers:
 
     def _respond(self, view, message, conversation: Conversation, session: UserSession, options: ChatOptions,
                  empty_notice: str = ""):
+        """`view`: None for the chat (history and live part), else a function of (conversation,
+        live, notice) that returns the outputs before the conversation."""
+        settle = view or settled
         draft = Draft.from_value(message)
         if draft.empty:  # also when the browser's check refused the draft: its notice stays
-            yield (view(conversation, notice=empty_notice) if empty_notice else gr.update()), conversation, None
+            if empty_notice:
+                yield *settle(conversation, notice=empty_notice), conversation, None
+            else:
+                yield *(gr.update() for _ in settle(conversation)), conversation, None
             return
         try:
             turn = self.user_turn(draft, session)
         except MediaError as err:
-            yield view(conversation, notice=str(err)), conversation, draft.as_value()
+            yield *settle(conversation, notice=str(err)), conversation, draft.as_value()
             return
         session.uploads.sent(turn.media)
         started = Conversation(_moved_on(conversation).turns + [turn])
-        yield from self._stream(started, options, session, on_fail=(conversation, draft), view=view)
+        yield from self._stream(started, options, session, shown=conversation, on_fail=(conversation, draft),
+                                view=view)
 
     def retry(self, conversation: Conversation, session: UserSession, options: ChatOptions,
               request: gr.Request = None):
         """Regenerate the last reply (the turns after the last user message go)."""
         index = conversation.last_user_index
         if index is None:
-            yield render(conversation), conversation, None
+            yield *settled(conversation), conversation, None
             return
         trimmed = Conversation(conversation.turns[: index + 1])
-        yield from self._stream(trimmed, options, session, on_fail=None)
+        yield from self._stream(trimmed, options, session, shown=conversation, on_fail=None)
 
     def edit(self, data: gr.EditData, conversation: Conversation, session: UserSession, options: ChatOptions,
              request: gr.Request = None):
@@ -344,28 +356,28 @@ class SharedChatHandlers:
         position = self.last_user_text_position(conversation)
         if index is None or position is None or data.index != position:
             gr.Warning("Only the text of the last message you sent can be edited.")
-            yield render(conversation), conversation, None
+            yield *settled(conversation), conversation, None
             return
         last = conversation.turns[index]
         edited = Conversation(conversation.turns[:index] + [UserTurn(edited_text(str(data.value), last), last.media)])
-        yield from self._stream(edited, options, session, on_fail=None)
+        yield from self._stream(edited, options, session, shown=conversation, on_fail=None)
 
     def undo(self, conversation: Conversation, session: UserSession):
         """Take back the last message: the chat returns to before it, the draft to the composer."""
         index = conversation.last_user_index
         if index is None:
-            return render(conversation), conversation, gr.update()
+            return *settled(conversation), conversation, gr.update()
         last = conversation.turns[index]
         kept = Conversation(conversation.turns[:index])
         draft = Draft(last.text, [m.path for m in last.media])
-        return render(kept), kept, gr.update(value=draft.as_value())
+        return *settled(kept), kept, gr.update(value=draft.as_value())
 
     def answer_tool(self, answer: str, conversation: Conversation, session: UserSession, options: ChatOptions,
                     request: gr.Request = None):
         """The /tool_result endpoint: the user typed a client tool's result (JSON, or text)."""
         if self.pending_client_call(conversation) is None:
             gr.Warning("No tool call is waiting for a result.")
-            yield render(conversation), conversation, None
+            yield *settled(conversation), conversation, None
             return
         text = (answer or "").strip()
         try:
@@ -373,17 +385,17 @@ class SharedChatHandlers:
         except json.JSONDecodeError:
             response = text
         resumed = TurnRunner(self.engine, session.tools()).answer_client_tool(conversation, response)
-        yield from self._stream(resumed, options, session, on_fail=None)
+        yield from self._stream(resumed, options, session, shown=conversation, on_fail=None)
 
     def cancel_tool(self, conversation: Conversation, session: UserSession, options: ChatOptions,
                     request: gr.Request = None):
         """The /cancel_tool endpoint: tell the model the user gave up on its call."""
         if self.pending_client_call(conversation) is None:
-            yield render(conversation), conversation, None
+            yield *settled(conversation), conversation, None
             return
         runner = TurnRunner(self.engine, session.tools())
         resumed = runner.answer_client_tool(conversation, None, cancelled=True)
-        yield from self._stream(resumed, options, session, on_fail=None)
+        yield from self._stream(resumed, options, session, shown=conversation, on_fail=None)
 
     def show_probabilities(self, shown: bool, conversation: Conversation, session: UserSession) -> str:
         """The token-probability view opened or closed: replies record them only while it is
@@ -411,32 +423,36 @@ class SharedChatHandlers:
         """New conversation (or the Chatbot's clear button), also in the middle of a reply:
         the reply stops and nothing from it reaches the new chat.
         The files exported from the last conversation go from the list.
-        Returns (chat, conversation, draft to give back, composer, Stop button, tool row, exported files)."""
+        Returns (chat history, live chat, conversation, draft to give back, composer, Stop button,
+        tool row, exported files)."""
         session.turns.reset()
         session.in_flight = None
         session.mapped_turn = None
-        return ([], Conversation(), None, gr.update(value=None, interactive=True), gr.update(interactive=False),
+        return ([], [], Conversation(), None, gr.update(value=None, interactive=True), gr.update(interactive=False),
                 gr.update(visible=False), None)
 
     # -- streaming ---------------------------------------------------------------------------
 
-    def _stream(self, conversation: Conversation, options: ChatOptions, session: UserSession,
-                on_fail: tuple[Conversation, Draft] | None, view=render) -> Iterator[tuple]:
-        """Run the turn and yield (`view` of it: the chat, or the reply as data; conversation;
-        draft to give back) at a bounded rate.
+    def _stream(self, conversation: Conversation, options: ChatOptions, session: UserSession, shown: Conversation,
+                on_fail: tuple[Conversation, Draft] | None, view=None) -> Iterator[tuple]:
+        """Run the turn and yield (the chat's history and live part, or `view` of it (the reply
+        as data); conversation; draft to give back) at a bounded rate. `shown` is the
+        conversation the chat showed before: the turns kept from it stay in the history while
+        the turn streams, and the settled chat comes last.
         If the engine fails before producing anything, the conversation is handed back as it
         was and the draft returns to the composer. A turn the user replaced with a new
         conversation yields nothing more."""
         ticket = session.turns.begin(_submitted_at())
         options.token_probabilities = session.probabilities_shown
-        if view is render:
-            view = StreamingRender()  # the same messages, the settled turns rendered once
+        streaming = view is None
+        view, settle = (StreamingRender(shown), settled) if streaming else (view, view)
+        skip = (gr.skip(),) * (4 if streaming else 3)
         try:
             if session.turns.superseded(ticket):
-                yield gr.skip(), gr.skip(), gr.skip()
+                yield skip
                 return
             session.in_flight = (ticket, conversation)
-            yield view(conversation), conversation, None
+            yield *view(conversation), conversation, None
             pacer = UpdatePacer()
             snapshot: Snapshot | None = None
             for snapshot in TurnRunner(self.engine, session.tools()).run(conversation, options, ticket.cancel):
@@ -447,10 +463,10 @@ class SharedChatHandlers:
                 if snapshot.error:
                     break
                 started = time.perf_counter()
-                yield view(snapshot.conversation, snapshot.live), snapshot.conversation, None
+                yield *view(snapshot.conversation, snapshot.live), snapshot.conversation, None
                 pacer.sent(started)
             if session.turns.superseded(ticket):
-                yield gr.skip(), gr.skip(), gr.skip()
+                yield skip
                 return
         finally:
             if session.in_flight and session.in_flight[0] is ticket:
@@ -459,12 +475,15 @@ class SharedChatHandlers:
         if snapshot is not None and snapshot.error:
             gr.Warning(toast_text(snapshot.error))
             if snapshot.conversation is not conversation:  # the turn kept a partial reply and says why
-                yield view(snapshot.conversation), snapshot.conversation, None
+                yield *settle(snapshot.conversation), snapshot.conversation, None
             elif on_fail is not None:  # nothing was produced: the message goes back to the composer
                 before, draft = on_fail
-                yield view(before, notice=snapshot.error), before, draft.as_value()
+                yield *settle(before, notice=snapshot.error), before, draft.as_value()
             else:
-                yield view(conversation, notice=snapshot.error), conversation, None
+                yield *settle(conversation, notice=snapshot.error), conversation, None
+        elif streaming:  # the turn moves into the history
+            final = snapshot.conversation if snapshot is not None else conversation
+            yield *settle(final), final, None
 
     # -- after a turn, and the inspector -------------------------------------------------------
 
@@ -491,8 +510,13 @@ class SharedChatHandlers:
         soft-token maps and layer 3 in colour."""
         view = self.inspect(value, conversation, session, show_ids, options)
         note = gr.update(value=literal(f"⚠️ {view.warning}"), visible=True) if view.warning else gr.update(visible=False)
-        return (view.counts, view.messages, view.template, view.template_raw, view.expanded, note, view.maps,
-                view.expanded_colour)
+        layers = (view.counts, view.messages, view.template, view.template_raw, view.expanded, note, view.maps,
+                  view.expanded_colour)
+        # A layer the browser already shows is not sent again: a long chat's layers are large
+        # (the template and the coloured tokens of 20k tokens), and re-drawing one blocks the
+        # page for a few hundred ms, as each refresh did when a message was sent.
+        shown, session.inspector_shown = session.inspector_shown or (None,) * len(layers), layers
+        return tuple(gr.skip() if old is not None and old == new else new for old, new in zip(shown, layers))
 
     def inspect(self, value, conversation: Conversation, session: UserSession, show_ids: bool,
                 options: ChatOptions) -> "InspectorView":
@@ -603,8 +627,9 @@ class SharedChatHandlers:
     def load_chat(self, file, session: UserSession):
         """Load a saved conversation with its settings and declared tools. A file that cannot
         be loaded is a warning; the chat and the settings keep what they had.
-        Returns (chat, conversation, system prompt, thinking, enabled tools, tools docs)."""
-        unchanged = (gr.skip(),) * 6
+        Returns (chat history, live chat, conversation, system prompt, thinking, enabled tools,
+        tools docs)."""
+        unchanged = (gr.skip(),) * 7
         if file is None:
             return unchanged
         try:
@@ -623,7 +648,7 @@ class SharedChatHandlers:
         tools = session.tools()
         enabled = [name for name in options.enabled_tools if tools.get(name)]
         gr.Info("Conversation loaded.")
-        return (render(loaded.conversation), loaded.conversation, options.system_prompt, options.thinking,
+        return (*settled(loaded.conversation), loaded.conversation, options.system_prompt, options.thinking,
                 gr.update(choices=tool_choices(tools), value=enabled), tools_markdown(tools))
 
     # -- queries for the layout ------------------------------------------------------------------

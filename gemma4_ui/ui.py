@@ -2,7 +2,8 @@
 that connects them to `SharedChatHandlers`.
 
 Building the UI loads no model and touches no GPU: the engine is passed in (loaded or not).
-Stable elem_ids for browser tests: chatbot, composer, stop, thinking, system-prompt,
+Stable elem_ids for browser tests: chatbot (the chat's box; chat-history and chat-live, its
+two Chatbots), composer, stop, thinking, system-prompt,
 model-status, token-counts, template-messages, template-raw, template-expanded, new-chat,
 soft-token-map, template-expanded-colour, token-probabilities.
 """
@@ -59,7 +60,20 @@ CSS = """
 #model-status summary { cursor: pointer; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 #model-status details[open] summary { white-space: normal; }
 #model-status p { margin: 4px 0 0; }
-#chatbot { height: var(--chat-height) !important; }
+/* The chat: one scrolling box around the history and the live Chatbot, which grow with
+   their messages and look like one chat. */
+#chatbot { height: var(--chat-height) !important; overflow-y: auto; flex-wrap: nowrap; gap: 0;
+           border: 1px solid var(--block-border-color); border-radius: var(--block-radius);
+           background: var(--block-background-fill); }
+#chatbot > .block { flex: 0 0 auto; height: auto !important; min-height: 0; max-height: none !important;
+                    overflow: visible; border: 0 !important; box-shadow: none; background: transparent; }
+#chatbot .wrapper, #chatbot .bubble-wrap { height: auto !important; max-height: none !important;
+                                          overflow: visible !important; }
+#chat-history .bubble-wrap { padding-bottom: 0; }
+#chat-live .bubble-wrap { padding-top: var(--spacing-xxl); }
+#chat-live .top-panel, /* its own Clear: the history's clears the whole chat */
+#chat-live .placeholder-content,
+#chatbot:has(#chat-live .message-row) #chat-history .placeholder-content { display: none; }
 /* The idle Stop button is plainly off, not a faded red. */
 #stop:disabled { background: var(--button-secondary-background-fill); color: var(--body-text-color-subdued);
                  border-color: var(--button-secondary-border-color); opacity: 1; }
@@ -71,8 +85,8 @@ CSS = """
    last user bubble keeps the edit control (none when that bubble is media: a media-only last
    turn). nth-last-child(of) rather than a sibling :has(), which Chromium re-checks on every
    streamed update of a long chat. Found by its icon, the same in every UI language. */
-#chatbot .user-row:not(:nth-last-child(1 of .user-row)) + .message-buttons-right button:has(.feather-edit-2) {
-  display: none; }
+#chatbot .user-row:not(:nth-last-child(1 of .user-row)) + .message-buttons-right button:has(.feather-edit-2),
+#chatbot:has(#chat-live .user-row) #chat-history button:has(.feather-edit-2) { display: none; }
 #chatbot .reply-stats { font-size: 0.75em; opacity: 0.65; margin-top: 4px; font-variant-numeric: tabular-nums; }
 #template-raw .textfield { font-family: var(--font-mono); white-space: pre-wrap; font-size: 0.85em; }
 #template-expanded textarea, #raw-output textarea { font-family: var(--font-mono); font-size: 0.85em; }
@@ -90,6 +104,25 @@ footer .divider:last-child { display: none; }
   #model-status { font-size: 0.85em; }
 }
 """ + LAYERS_CSS + SOFT_TOKEN_MAP_CSS + token_probabilities.CSS + EXPANDED_VIEW_CSS
+
+# The chat box follows the newest message while its reader is at the bottom, and stays where
+# one who scrolled up left it (the Chatbots inside it do not scroll: ui.CSS). It watches the
+# sizes of the two Chatbots, so a streamed token, a new message or an image that finished
+# loading all count, and it costs no extra layout.
+CHAT_SCROLL_JS = """() => {
+  const follow = () => {
+    const box = document.querySelector('#chatbot');
+    if (!box) return setTimeout(follow, 200);
+    let pinned = true;
+    box.addEventListener('scroll', () => {
+      pinned = box.scrollHeight - box.scrollTop - box.clientHeight < 80; }, {passive: true});
+    const grown = new ResizeObserver(() => { if (pinned) box.scrollTop = box.scrollHeight; });
+    box.querySelectorAll(':scope > .block').forEach((part) => grown.observe(part));
+  };
+  follow();
+}"""
+# What the page gets besides the components (every launch: the app, the tests, the bench).
+PAGE = dict(css=CSS, js=CHAT_SCROLL_JS)
 
 # How the Chatbot renders messages. Gradio's Chatbot re-processes its messages on each
 # streamed update, so what a message costs is paid again and again late in a long chat:
@@ -162,7 +195,8 @@ def enable_queue(demo: gr.Blocks, concurrency: int) -> gr.Blocks:
 
 @dataclass
 class ChatColumn:
-    chatbot: gr.Chatbot
+    history: gr.Chatbot  # the settled turns (the Chatbot's own buttons and events live here)
+    live: gr.Chatbot  # what the streaming turn adds, then a notice or nothing
     composer: gr.MultimodalTextbox
     staged: gr.MultimodalTextbox  # the draft on its way from `stage` to `respond`
     tool_row: gr.Row
@@ -227,11 +261,16 @@ class Layout:
 
 
 def _chat_column() -> ChatColumn:
-    chatbot = gr.Chatbot(
-        elem_id="chatbot", show_label=False, height="var(--chat-height)", editable="user", buttons=["copy"],
-        placeholder="Ask something, attach an image, audio or video, or pick an example.",
-        group_consecutive_messages=False, examples=_chat_examples(), **CHAT_RENDERING,
-    )
+    # One scrolling box holds both Chatbots (display.py says why there are two); it follows
+    # the newest message (CHAT_SCROLL_JS), theirs do not scroll.
+    with gr.Column(elem_id="chatbot"):
+        history = gr.Chatbot(
+            elem_id="chat-history", show_label=False, editable="user", buttons=["copy"], autoscroll=False,
+            placeholder="Ask something, attach an image, audio or video, or pick an example.",
+            group_consecutive_messages=False, examples=_chat_examples(), **CHAT_RENDERING,
+        )
+        live = gr.Chatbot(elem_id="chat-live", show_label=False, buttons=["copy"], autoscroll=False,
+                          group_consecutive_messages=False, **CHAT_RENDERING)
     composer = gr.MultimodalTextbox(
         elem_id="composer", show_label=False, sources=["upload", "microphone"],
         file_types=["image", "audio", "video"], file_count="multiple",
@@ -248,8 +287,8 @@ def _chat_column() -> ChatColumn:
     with gr.Accordion("🎯 Token probabilities of the last reply", open=False,
                       elem_id="token-probabilities-view") as probabilities_view:
         probabilities = gr.HTML(elem_id="token-probabilities")
-    return ChatColumn(chatbot, composer, staged, tool_row, tool_answer, tool_submit, tool_cancel, stop, new_chat,
-                      probabilities_view, probabilities)
+    return ChatColumn(history, live, composer, staged, tool_row, tool_answer, tool_submit, tool_cancel, stop,
+                      new_chat, probabilities_view, probabilities)
 
 
 def _inspector_tab() -> InspectorTab:
@@ -405,9 +444,10 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
     options = layout.option_inputs
     empty = inspect.Parameter.empty
     turn = [("conversation", empty), ("session", empty)]
-    chat_outputs = [chat.chatbot, conversation, restore]
+    chat_outputs = [chat.history, chat.live, conversation, restore]
     gpu = dict(concurrency_limit=handlers.settings.gpu_concurrency, concurrency_id="gpu")
     private = dict(api_visibility="private")
+    streamed = dict(show_progress_on=[chat.live])  # the history does not change while a turn streams
 
     after_turn = with_options(handlers, handlers.after_turn, [("conversation", empty), ("restore", empty),
                                                               ("composer", empty), ("session", empty),
@@ -425,10 +465,10 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
     # Queued, so that a refusal's toast reaches the browser (a queue=False handler cannot
     # show gr.Warning); decoding is CPU work, apart from the GPU's limit.
     chat.composer.submit(handlers.stage, [chat.composer, conversation, session],
-                         [chat.composer, chat.staged, chat.chatbot, chat.stop], concurrency_limit=4,
+                         [chat.composer, chat.staged, chat.history, chat.live, chat.stop], concurrency_limit=4,
                          concurrency_id="stage", **private).then(
         respond, [chat.staged, conversation, session, *options], chat_outputs, api_name="chat",
-        show_progress="minimal", **gpu,
+        show_progress="minimal", **streamed, **gpu,
     ).then(**after)
 
     # 1b. Token probabilities are recorded only while their view is open (closed, they cost nothing).
@@ -449,22 +489,22 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
         message, thinking, tools_on = example_rows[evt.index]
         return {"text": message["text"], "files": list(message["files"])}, thinking, tools_on
 
-    chat.chatbot.example_select(pick_example, None, [chat.composer, layout.options["thinking"],
+    chat.history.example_select(pick_example, None, [chat.composer, layout.options["thinking"],
                                                      layout.options["enabled_tools"]], queue=False, **private)
 
     # 2. Stop: the running or queued turn stops (the reply it has so far stays).
     chat.stop.click(handlers.stop, [session], None, queue=False, api_name="stop")
 
     # 3. Retry, undo and edit of the last message.
-    chat.chatbot.retry(running, None, chat.stop, queue=False, **private).then(
-        with_options(handlers, handlers.retry, turn), [conversation, session, *options], chat_outputs, **private,
-        **gpu,
+    chat.history.retry(running, None, chat.stop, queue=False, **private).then(
+        with_options(handlers, handlers.retry, turn), [conversation, session, *options], chat_outputs,
+        **private, **streamed, **gpu,
     ).then(**after)
-    chat.chatbot.undo(handlers.undo, [conversation, session], [chat.chatbot, conversation, chat.composer],
-                      **private).then(**after)
-    chat.chatbot.edit(running, None, chat.stop, queue=False, **private)
-    chat.chatbot.edit(with_options(handlers, handlers.edit, [("data", gr.EditData), *turn]),
-                      [conversation, session, *options], chat_outputs, **private, **gpu).then(**after)
+    chat.history.undo(handlers.undo, [conversation, session],
+                      [chat.history, chat.live, conversation, chat.composer], **private).then(**after)
+    chat.history.edit(running, None, chat.stop, queue=False, **private)
+    chat.history.edit(with_options(handlers, handlers.edit, [("data", gr.EditData), *turn]),
+                      [conversation, session, *options], chat_outputs, **private, **streamed, **gpu).then(**after)
 
     # 4. Client tools: the user answers (or cancels) a call the model made.
     answer = with_options(handlers, handlers.answer_tool, [("answer", empty), *turn])
@@ -475,14 +515,16 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
         (chat.tool_cancel.click, cancel, [conversation, session, *options], "cancel_tool"),
     ):
         trigger(running, None, chat.stop, queue=False, **private).then(
-            handler, inputs, chat_outputs, api_name=name, api_visibility="public" if name else "private", **gpu,
+            handler, inputs, chat_outputs, api_name=name, api_visibility="public" if name else "private",
+            **streamed, **gpu,
         ).then(**after)
 
     # 5. New conversation, also from the Chatbot's own trash button: a reply still streaming stops.
-    reset_outputs = [chat.chatbot, conversation, restore, chat.composer, chat.stop, chat.tool_row, inspector.exported]
+    reset_outputs = [chat.history, chat.live, conversation, restore, chat.composer, chat.stop, chat.tool_row,
+                     inspector.exported]
     chat.new_chat.click(handlers.reset, [session], reset_outputs, api_name="new_conversation", queue=False).then(
         **after)
-    chat.chatbot.clear(handlers.reset, [session], reset_outputs, queue=False, **private).then(**after)
+    chat.history.clear(handlers.reset, [session], reset_outputs, queue=False, **private).then(**after)
 
     # 6. The inspector follows the draft and the settings (always_last: a natural debounce).
     refresh = with_options(handlers, handlers.refresh_inspector,
@@ -496,7 +538,7 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
         component.change(**live)
     demo.load(**live)
     # A click on a message maps its media (the soft-token map shows that message's).
-    chat.chatbot.select(handlers.pick_message, [conversation, session], None, queue=False, **private).then(**live)
+    chat.history.select(handlers.pick_message, [conversation, session], None, queue=False, **private).then(**live)
 
     # 7. Declared tools (this user only).
     tools.declare.click(handlers.add_tool, [tools.schema_box, layout.options["enabled_tools"], session],
@@ -513,7 +555,7 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
                            api_name="export")
     inspector.upload_chat.upload(
         handlers.load_chat, [inspector.upload_chat, session],
-        [chat.chatbot, conversation, layout.options["system_prompt"], layout.options["thinking"],
+        [chat.history, chat.live, conversation, layout.options["system_prompt"], layout.options["thinking"],
          layout.options["enabled_tools"], tools.tool_docs], **private,
     ).then(**after)
 

@@ -530,6 +530,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--mix-scale", type=float, default=1.0, help="scale every category's count (quick runs)")
+    parser.add_argument("--mix", action="append", default=[], metavar="CATEGORY=N",
+                        help="this many episodes of a category, after --mix-scale (repeatable)")
     parser.add_argument("--threads", type=int, default=THREADS, help="CPU threads (and data workers)")
     parser.add_argument("--checkpoint", type=Path, default=ROOT / "out" / "train-checkpoint.pt",
                         help="where progress is saved every few minutes")
@@ -547,6 +549,11 @@ def main() -> None:
         evaluate(args.out, args.threads)
     else:
         mix = {category: max(1, round(n * args.mix_scale)) for category, n in synthetic_data.DEFAULT_MIX.items()}
+        for item in args.mix:
+            category, _, count = item.rpartition("=")
+            if category not in mix or not count.isdigit():
+                parser.error(f"--mix {item!r}: expected CATEGORY=N with CATEGORY one of {', '.join(mix)}")
+            mix[category] = int(count)
         train(args.seed, args.out, args.epochs, mix, args.threads, args.checkpoint, args.resume, args.device,
               args.copy_warmup_steps, args.init_from, args.learning_rate, args.steps)
 

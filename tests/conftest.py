@@ -103,13 +103,13 @@ class AppServer:
 def start_app(engine, **overrides) -> AppServer:
     from gemma4_ui.config import Settings
     from gemma4_ui.session import SharedChatHandlers
-    from gemma4_ui.ui import CSS, build_ui, enable_queue
+    from gemma4_ui.ui import PAGE, build_ui, enable_queue
 
     settings = Settings(model="tiny", **overrides)
     session = SharedChatHandlers(engine, settings)
     demo = enable_queue(build_ui(session), settings.gpu_concurrency)
     port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, css=CSS,
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **PAGE,
                 max_file_size=int(settings.limits.max_file_mb * 1024 * 1024))
     return AppServer(demo, f"http://127.0.0.1:{port}/", session)
 
@@ -165,3 +165,11 @@ def session_handlers(tiny_engine):
     from gemma4_ui.session import SharedChatHandlers
 
     return SharedChatHandlers(tiny_engine, Settings(model="tiny"))
+
+
+def chat_messages(result) -> list[dict]:
+    """The chat from a /chat (or /tool_result, /cancel_tool) result: the app's chat is two
+    Chatbots, the history and below it the live part (a streaming turn, or a notice). While a
+    turn streams the history is not sent (gradio_client shows an update marker there), so a
+    streamed update holds the live part only."""
+    return [message for part in result if isinstance(part, list) for message in part]

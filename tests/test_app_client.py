@@ -9,6 +9,7 @@ import time
 from gradio_client import handle_file
 
 from conftest import ROOT
+from tests.conftest import chat_messages
 
 EXAMPLES = ROOT / "assets" / "examples"
 
@@ -33,7 +34,7 @@ def test_api_is_documented_with_named_parameters(client):
 def test_reply_streams(client):
     job = client.submit({"text": "Hello!", "files": []}, max_new_tokens=48, temperature=0, api_name="/chat")
     updates = [update for update in job]
-    final = job.result()
+    final = chat_messages(job.result())
     assert len(updates) >= 3, "the reply arrives in several updates"
     assert final[0]["role"] == "user" and texts([final[0]]) == ["Hello!"]
     assert final[-1]["role"] == "assistant"
@@ -44,8 +45,8 @@ def test_history_is_kept_between_turns_and_sessions_are_isolated(app_server):
     results = {}
 
     def chat(name, client, text):
-        results[name] = client.predict({"text": text, "files": []}, max_new_tokens=16, temperature=0,
-                                       api_name="/chat")
+        results[name] = chat_messages(client.predict({"text": text, "files": []}, max_new_tokens=16, temperature=0,
+                                       api_name="/chat"))
 
     threads = [threading.Thread(target=chat, args=("alice", alice, "I am Alice.")),
                threading.Thread(target=chat, args=("bob", bob, "I am Bob."))]
@@ -53,29 +54,29 @@ def test_history_is_kept_between_turns_and_sessions_are_isolated(app_server):
         t.start()
     for t in threads:
         t.join()
-    second = alice.predict({"text": "Who am I?", "files": []}, max_new_tokens=16, temperature=0, api_name="/chat")
+    second = chat_messages(alice.predict({"text": "Who am I?", "files": []}, max_new_tokens=16, temperature=0, api_name="/chat"))
     user_texts = [texts([m])[0] for m in second if m["role"] == "user"]
     assert user_texts == ["I am Alice.", "Who am I?"]
     assert [texts([m])[0] for m in results["bob"] if m["role"] == "user"] == ["I am Bob."]
 
 
 def test_image_message_shows_the_file_then_the_reply(client):
-    result = client.predict({"text": "What is this?", "files": [handle_file(str(EXAMPLES / "shapes.png"))]},
-                            max_new_tokens=8, temperature=0, api_name="/chat")
+    result = chat_messages(client.predict({"text": "What is this?", "files": [handle_file(str(EXAMPLES / "shapes.png"))]},
+                            max_new_tokens=8, temperature=0, api_name="/chat"))
     assert result[0]["role"] == "user" and result[0]["content"][0]["type"] == "file"
     assert texts([result[1]]) == ["What is this?"]
 
 
 def test_corrupt_file_leaves_the_history_intact(client, tmp_path):
-    client.predict({"text": "First message", "files": []}, max_new_tokens=8, temperature=0, api_name="/chat")
+    chat_messages(client.predict({"text": "First message", "files": []}, max_new_tokens=8, temperature=0, api_name="/chat"))
     broken = tmp_path / "broken.png"
     broken.write_bytes(b"\x89PNG\r\n\x1a\n" + b"not really a png" * 10)
-    result = client.predict({"text": "Look", "files": [handle_file(str(broken))]}, api_name="/chat")
+    result = chat_messages(client.predict({"text": "Look", "files": [handle_file(str(broken))]}, api_name="/chat"))
     user_texts = [texts([m])[0] for m in result if m["role"] == "user"]
     assert user_texts == ["First message"], "the bad message was not added"
     assert "broken.png" in texts([result[-1]])[0], "the chat says which file was refused"
-    again = client.predict({"text": "Second message", "files": []}, max_new_tokens=8, temperature=0,
-                           api_name="/chat")
+    again = chat_messages(client.predict({"text": "Second message", "files": []}, max_new_tokens=8, temperature=0,
+                           api_name="/chat"))
     assert [texts([m])[0] for m in again if m["role"] == "user"] == ["First message", "Second message"]
 
 
@@ -89,7 +90,7 @@ def test_stop_ends_generation(app_server):
     time.sleep(0.3)
     stopped_at = time.time()
     client.predict(api_name="/stop")
-    final = job.result(timeout=30)
+    final = chat_messages(job.result(timeout=30))
     assert time.time() - stopped_at < 10
     assert "Stopped" in texts([final[-1]])[-1]
     for _ in range(50):  # the generate thread ends, nothing keeps running
@@ -109,8 +110,8 @@ def test_every_gallery_example_runs_offline(app_server):
     for label, (message, thinking, tools) in zip(labels, rows):
         client = app_server.client()
         files = [handle_file(path) for path in message["files"]]
-        chat = client.predict({"text": message["text"], "files": files}, thinking=thinking, enabled_tools=tools,
-                              max_new_tokens=16, temperature=0, api_name="/chat")
+        chat = chat_messages(client.predict({"text": message["text"], "files": files}, thinking=thinking, enabled_tools=tools,
+                              max_new_tokens=16, temperature=0, api_name="/chat"))
         sent = [m for m in chat if m["role"] == "user"]
         assert texts(sent)[-1] == message["text"], label
         assert len(sent) == len(message["files"]) + 1, f"{label}: every file is shown"

@@ -9,6 +9,7 @@ from gradio_client import handle_file
 
 from conftest import ROOT, screenshot
 from gemma4_ui.loading import BUNDLED_TRAINED
+from tests.conftest import chat_messages
 
 # Acceptance tests of the trained bundle. They run once scripts/train_tiny_gemma4.py has trained
 # its weights (it writes training.json beside them); the committed weights are random so far.
@@ -27,21 +28,21 @@ def panels(chat, prefix):
 
 
 def test_thinking_panel_with_thinking_on_and_none_with_it_off(client):
-    chat = client.predict({"text": "Hello! Who are you?", "files": []}, thinking=True, api_name="/chat", **GREEDY)
+    chat = chat_messages(client.predict({"text": "Hello! Who are you?", "files": []}, thinking=True, api_name="/chat", **GREEDY))
     (thought,) = panels(chat, "💭")
     assert thought["metadata"]["status"] == "done" and thought["metadata"]["duration"] >= 0
     assert text_of(thought).strip(), "the thought has text"
     assert chat[-1]["metadata"] is None and text_of(chat[-1]).strip(), "the answer follows the thought"
     assert chat.index(thought) < len(chat) - 1
 
-    off = client.predict({"text": "Hello again!", "files": []}, thinking=False, api_name="/chat", **GREEDY)
+    off = chat_messages(client.predict({"text": "Hello again!", "files": []}, thinking=False, api_name="/chat", **GREEDY))
     assert len(panels(off, "💭")) == 1, "only the first turn's thought; none for this one"
     assert off[-1]["metadata"] is None and text_of(off[-1]).strip()
 
 
 def test_tool_loop_call_run_answer(client):
-    chat = client.predict({"text": "What's the weather in Ouagadougou?", "files": []}, thinking=True,
-                          enabled_tools=["get_current_weather"], api_name="/chat", **GREEDY)
+    chat = chat_messages(client.predict({"text": "What's the weather in Ouagadougou?", "files": []}, thinking=True,
+                          enabled_tools=["get_current_weather"], api_name="/chat", **GREEDY))
     (call,) = panels(chat, "🛠️")
     assert call["metadata"]["title"] == "🛠️ get_current_weather" and call["metadata"]["status"] == "done"
     assert '"location": "Ouagadougou"' in text_of(call)
@@ -56,11 +57,11 @@ def test_tool_loop_call_run_answer(client):
 
 
 def test_the_model_acknowledges_the_media_it_received(client):
-    one = client.predict({"text": "What did I send?", "files": [handle_file(str(EXAMPLES / "shapes.png"))]},
-                         api_name="/chat", **GREEDY)
+    one = chat_messages(client.predict({"text": "What did I send?", "files": [handle_file(str(EXAMPLES / "shapes.png"))]},
+                         api_name="/chat", **GREEDY))
     assert "one image" in text_of(one[-1])
-    clip = client.predict({"text": "What did I send?", "files": [handle_file(str(EXAMPLES / "speech.wav"))]},
-                          api_name="/chat", **GREEDY)
+    clip = chat_messages(client.predict({"text": "What did I send?", "files": [handle_file(str(EXAMPLES / "speech.wav"))]},
+                          api_name="/chat", **GREEDY))
     assert "audio" in text_of(clip[-1])
 
 

@@ -159,3 +159,50 @@ def test_only_the_last_message_sent_has_an_edit_control(processor, page):
         assert page.evaluate(EDIT_BUTTONS) == [], "the last message is an image: no text can be edited"
     finally:
         server.demo.close()
+
+
+def test_a_reply_streams_below_a_long_chat_without_touching_it(processor, page, tmp_path):
+    """The chat's history stays as it is (the same elements) while a reply streams into the
+    live part below it; the box follows the reply; when it is done the whole turn is in the
+    history and the live part is empty."""
+    from gemma4_ui import transcript
+    from gemma4_ui.conversation import AssistantTurn, Conversation, UserTurn
+    from gemma4_ui.options import ChatOptions
+
+    turns = []
+    for n in range(12):
+        turns += [UserTurn(f"Question {n}"), AssistantTurn(content=f"Answer {n}.\n\n```python\nprint({n})\n```")]
+    saved = tmp_path / "long.json"
+    saved.write_text(transcript.dumps(Conversation(turns), ChatOptions()), encoding="utf-8")
+    server = start_app(ReplayEngine(processor, lambda prompt: "Once upon a time " * 150 + "<turn|>",
+                                    seconds_per_chunk=0.02))
+    try:
+        open_app(page, server.url)
+        page.get_by_role("tab", name="Save / load").click()
+        page.set_input_files("#upload-chat input[type=file]", str(saved))
+        page.wait_for_function("() => document.querySelectorAll('#chat-history .message-row').length === 24",
+                               timeout=60_000)
+        page.evaluate("document.querySelector('#chat-history .message-row').dataset.mark = 'first'")
+        page.fill("#composer textarea", "One more")
+        page.keyboard.press("Enter")
+        page.wait_for_function("() => document.querySelector('#chat-live').innerText.includes('Once upon a time')",
+                               timeout=60_000)
+        during = page.evaluate("""() => { const box = document.querySelector('#chatbot');
+            return {history: document.querySelectorAll('#chat-history .message-row').length,
+                    marked: !!document.querySelector('#chat-history .message-row[data-mark=first]'),
+                    live: document.querySelector('#chat-live').innerText,
+                    bottom: box.scrollHeight - box.scrollTop - box.clientHeight}; }""")
+        assert during["history"] == 24 and during["marked"], "the history is left alone while the reply streams"
+        assert "One more" in during["live"], "the message sent and its reply stream below it"
+        assert during["bottom"] < 80, "the chat follows the reply"
+        page.wait_for_function("() => !document.querySelector('#composer textarea').disabled", timeout=60_000)
+        page.wait_for_function("() => document.querySelectorAll('#chat-history .message-row').length === 26",
+                               timeout=30_000)
+        assert page.locator("#chat-live .message-row").count() == 0
+        page.get_by_role("radio", name="Messages").click()
+        page.wait_for_function("() => document.querySelector('#template-messages').innerText.includes('Once upon')",
+                               timeout=30_000)  # the inspector shows the reply too
+        assert page.inner_text("#chat-history").count("Once upon a time") >= 100
+        screenshot(page, "long-chat-done")
+    finally:
+        server.demo.close()

@@ -10,6 +10,7 @@ import pytest
 
 from conftest import start_app
 from replay import ReplayEngine
+from tests.conftest import chat_messages
 
 SCHEMA = {"name": "lookup_order", "description": "Finds an order.",
           "parameters": {"type": "object", "properties": {"order_id": {"type": "integer"}}, "required": ["order_id"]}}
@@ -35,13 +36,13 @@ def test_declare_call_answer_resume(replay_server):
     client = server.client()
     client.predict(json.dumps(SCHEMA), api_name="/declare_tool")
 
-    chat = client.predict({"text": "Where is order 7?", "files": []}, enabled_tools=["lookup_order"],
-                          api_name="/chat")
+    chat = chat_messages(client.predict({"text": "Where is order 7?", "files": []}, enabled_tools=["lookup_order"],
+                          api_name="/chat"))
     panel = chat[-1]
     assert panel["metadata"]["title"] == "🛠️ lookup_order" and panel["metadata"]["status"] == "pending"
     assert "Waiting for you" in text_of(panel)
 
-    chat = client.predict('{"status": "shipped"}', enabled_tools=["lookup_order"], api_name="/tool_result")
+    chat = chat_messages(client.predict('{"status": "shipped"}', enabled_tools=["lookup_order"], api_name="/tool_result"))
     assert chat[-2]["metadata"]["status"] == "done" and '"shipped"' in text_of(chat[-2])
     assert not chat[-2]["metadata"].get("duration"), "a result the user typed has no run time (no '0s')"
     assert text_of(chat[-1]) == "Your order has shipped."
@@ -53,8 +54,8 @@ def test_cancel_a_client_call(replay_server):
     engine.outputs = [CALL, "It was cancelled.<turn|>"]
     client = server.client()
     client.predict(json.dumps(SCHEMA), api_name="/declare_tool")
-    client.predict({"text": "Where is order 7?", "files": []}, enabled_tools=["lookup_order"], api_name="/chat")
-    chat = client.predict(enabled_tools=["lookup_order"], api_name="/cancel_tool")
+    chat_messages(client.predict({"text": "Where is order 7?", "files": []}, enabled_tools=["lookup_order"], api_name="/chat"))
+    chat = chat_messages(client.predict(enabled_tools=["lookup_order"], api_name="/cancel_tool"))
     assert "cancelled" in chat[-2]["metadata"]["title"]
     assert "The user cancelled this call." in engine.prompts[1]
     assert text_of(chat[-1]) == "It was cancelled."
@@ -81,8 +82,8 @@ def test_the_calculator_round_through_the_app(processor):
     engine = ReplayEngine(processor, [call, "17.5% of 2,340 is 409.5.<turn|>"])
     server = start_app(engine)
     try:
-        chat = server.client().predict({"text": "What's 17.5% of 2,340?", "files": []}, enabled_tools=["calculator"],
-                                       api_name="/chat")
+        chat = chat_messages(server.client().predict({"text": "What's 17.5% of 2,340?", "files": []},
+                                                     enabled_tools=["calculator"], api_name="/chat"))
     finally:
         server.demo.close()
     (panel,) = [m for m in chat if (m.get("metadata") or {}).get("title", "").startswith("🛠️")]
@@ -105,7 +106,7 @@ def test_a_declared_tool_can_be_removed(replay_server):
 def test_new_conversation_clears_the_exported_files(replay_server):
     server, _ = replay_server
     client = server.client()
-    client.predict({"text": "Hello", "files": []}, api_name="/chat")
+    chat_messages(client.predict({"text": "Hello", "files": []}, api_name="/chat"))
     assert len(client.predict("", api_name="/export")) == 2
     assert client.predict(api_name="/new_conversation")[-1] is None
 

@@ -117,18 +117,37 @@ def test_each_chat_message_knows_its_turn():
     assert turn_of_message(conversation, len(shown)) is None
 
 
-def test_a_streaming_turn_renders_as_render_does_with_the_settled_turns_rendered_once():
-    from gemma4_ui.display import StreamingRender
+def test_a_streaming_turn_leaves_the_history_alone_and_renders_only_what_it_adds():
+    import gradio as gr
+
+    from gemma4_ui.display import StreamingRender, settled
 
     call = ToolCall("calculator", {"expression": "2+2"}, id="call_0")
     result = ToolResult("calculator", "call_0", "ok", {"result": 4}, 0.0)
-    history = [UserTurn("2+2?"), AssistantTurn(rounds=[ToolRound([call], [result], reasoning="Add.")], content="4",
-                                               reasoning="Done."), UserTurn("And `3*3`?")]
-    streaming = StreamingRender()
-    conversation = Conversation(history + [AssistantTurn()])
+    shown = Conversation([UserTurn("2+2?"), AssistantTurn(rounds=[ToolRound([call], [result], reasoning="Add.")],
+                                                          content="4", reasoning="Done.")])
+    asked = UserTurn("And `3*3`?")
+    streaming = StreamingRender(shown)
+    conversation = Conversation(shown.turns + [asked, AssistantTurn()])
     for live in (Live(reasoning="Multiply"), Live(reasoning="Multiply.", thinking_seconds=0.5, content="It is"),
                  Live(reasoning="Multiply.", thinking_seconds=0.5, content="It is 9.", calls_started=1)):
-        assert streaming(conversation, live) == render(conversation, live)
-    assert streaming(conversation, None, notice="Stopped.") == render(conversation, notice="Stopped.")
-    assert streaming(Conversation(history)) == render(Conversation(history))  # another conversation: rendered anew
-    assert streaming(Conversation()) == render(Conversation()) == []
+        history, tail = streaming(conversation, live)
+        assert isinstance(history, type(gr.skip())), "the history already shows these turns"
+        assert render(shown) + tail == render(conversation, live), "together they are the whole chat"
+    assert streaming(conversation, None, notice="Stopped.")[1] == render(conversation, notice="Stopped.")[len(render(shown)):]
+    history, live = settled(conversation, notice="Stopped.")
+    assert history == render(conversation) and live == render(Conversation(), notice="Stopped.")
+    assert settled(conversation)[1] == []
+
+
+def test_a_stream_that_replaces_turns_sends_the_history_once():
+    import gradio as gr
+
+    from gemma4_ui.display import StreamingRender
+
+    shown = Conversation([UserTurn("one"), AssistantTurn(content="1"), UserTurn("two"), AssistantTurn(content="2")])
+    retried = Conversation(shown.turns[:3] + [AssistantTurn(content="deux")])  # a retry of the last reply
+    streaming = StreamingRender(shown)
+    history, live = streaming(retried)
+    assert history == render(Conversation(shown.turns[:3])) and history + live == render(retried)
+    assert isinstance(streaming(retried)[0], type(gr.skip()))

@@ -26,6 +26,7 @@ from gemma4_ui.session import SharedChatHandlers
 from gemma4_ui.tools import default_registry
 from replay import ReplayEngine
 from xss_payloads import PAYLOADS
+from tests.conftest import chat_messages
 
 RATE = 16_000
 
@@ -144,8 +145,8 @@ def test_a_video_browsers_cannot_play_is_shown_as_a_frame(tmp_path):
 def test_long_audio_through_chat_says_what_was_kept(client, tmp_path):
     path = tmp_path / "lecture.m4a"
     encode_audio(path, "aac", "mp4", 45.0)
-    chat = client.predict({"text": "Summarise.", "files": [handle_file(str(path))]}, max_new_tokens=4,
-                          temperature=0, api_name="/chat")
+    chat = chat_messages(client.predict({"text": "Summarise.", "files": [handle_file(str(path))]}, max_new_tokens=4,
+                          temperature=0, api_name="/chat"))
     user_text = " ".join(p["text"] for m in chat if m["role"] == "user" for p in m["content"] if p["type"] == "text")
     assert "Summarise." in user_text and "first 30.0 s were kept" in user_text and "15.0 s were cut" in user_text
     assert chat[-1]["role"] == "assistant", "and it is answered"
@@ -171,10 +172,11 @@ def test_a_failing_template_is_an_engine_error_and_the_chat_goes_on(processor):
     engine = ReplayEngine(broken, ["Hello there.<turn|>"])
     handlers = SharedChatHandlers(engine, Settings(model="tiny"))
     user, options = handlers.new_session(), ChatOptions(max_new_tokens=8)
-    chat, conv, draft = list(handlers.respond({"text": "BREAK", "files": []}, Conversation(), user, options))[-1]
+    history, live, conv, draft = list(handlers.respond({"text": "BREAK", "files": []}, Conversation(), user,
+                                                       options))[-1]
     assert conv.turns == [] and draft == {"text": "BREAK", "files": []}, "nothing lost"
-    assert "this template refuses BREAK" in chat[-1]["content"]
-    chat, conv, _ = list(handlers.respond({"text": "hello", "files": []}, conv, user, options))[-1]
+    assert history == [] and "this template refuses BREAK" in live[-1]["content"]
+    *_, conv, _ = list(handlers.respond({"text": "hello", "files": []}, conv, user, options))[-1]
     assert conv.turns[-1].content == "Hello there."
 
 

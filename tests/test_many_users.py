@@ -19,6 +19,7 @@ from conftest import screenshot, start_app
 from replay import ReplayEngine
 from test_browser import open_app
 from test_client_tools import text_of
+from tests.conftest import chat_messages
 
 ORDER_TOOL = {"name": "lookup_order", "description": "Finds an order.",
               "parameters": {"type": "object", "properties": {"order_id": {"type": "integer"}},
@@ -63,7 +64,8 @@ def wait_until(condition, timeout: float = 30.0, message: str = "") -> None:
 
 def streaming(job) -> bool:
     outputs = job.outputs()
-    return bool(outputs) and any(text_of(m).startswith("Once upon") for m in outputs[-1] if m["role"] == "assistant")
+    return bool(outputs) and any(text_of(m).startswith("Once upon") for m in chat_messages(outputs[-1])
+                                 if m["role"] == "assistant")
 
 
 def test_many_users_one_app(scripted_server, page):
@@ -79,10 +81,10 @@ def test_many_users_one_app(scripted_server, page):
     offered = [value for _, value in enabled["choices"]]
     assert "find_flight" in offered and "lookup_order" not in offered
     assert "find_flight" in docs and "lookup_order" not in docs
-    bob.predict({"text": "Hi", "files": []}, enabled_tools=["find_flight"], api_name="/chat")
+    chat_messages(bob.predict({"text": "Hi", "files": []}, enabled_tools=["find_flight"], api_name="/chat"))
     assert "find_flight" in engine.prompts[-1] and "lookup_order" not in engine.prompts[-1]
     with pytest.raises(AppError, match="not in the list of choices"):  # Alice's tool is no choice of Bob's
-        bob.predict({"text": "Hi", "files": []}, enabled_tools=["lookup_order"], api_name="/chat")
+        chat_messages(bob.predict({"text": "Hi", "files": []}, enabled_tools=["lookup_order"], api_name="/chat"))
     assert [spec.name for spec in server.session.registry.specs()] == shared, "the shared registry is unchanged"
     open_app(page, server.url)
     page.get_by_role("tab", name="Tools").click()
@@ -97,7 +99,7 @@ def test_many_users_one_app(scripted_server, page):
     wait_until(lambda: bob_job.status().code == Status.IN_QUEUE, message="Bob waits in the queue")
     bob.predict(api_name="/stop")
     alice.predict(api_name="/stop")
-    alice_chat, bob_chat = alice_job.result(timeout=30), bob_job.result(timeout=30)
+    alice_chat, bob_chat = chat_messages(alice_job.result(timeout=30)), chat_messages(bob_job.result(timeout=30))
     assert text_of(alice_chat[-1]) == "⚠️ Stopped."
     assert user_texts(bob_chat)[-1] == "Tell me a long story, Bob"
     assert text_of(bob_chat[-1]) == "⚠️ Stopped before the model wrote anything."
@@ -129,15 +131,15 @@ def test_many_users_one_app(scripted_server, page):
     wait_until(lambda: streaming(job), message="the story streams")
     alice.predict(api_name="/new_conversation")
     job.result(timeout=10)
-    chat = alice.predict({"text": "Hello again", "files": []}, api_name="/chat")
+    chat = chat_messages(alice.predict({"text": "Hello again", "files": []}, api_name="/chat"))
     assert user_texts(chat) == ["Hello again"] and text_of(chat[-1]) == "Hello there."
 
     # 4. A client tool left waiting is cancelled, visibly, when the user sends a new message.
-    chat = alice.predict({"text": "Where is order 7?", "files": []}, enabled_tools=["lookup_order"],
-                         api_name="/chat")
+    chat = chat_messages(alice.predict({"text": "Where is order 7?", "files": []}, enabled_tools=["lookup_order"],
+                         api_name="/chat"))
     assert chat[-1]["metadata"]["status"] == "pending" and "Waiting for you" in text_of(chat[-1])
-    chat = alice.predict({"text": "Never mind, hello", "files": []}, enabled_tools=["lookup_order"],
-                         api_name="/chat")
+    chat = chat_messages(alice.predict({"text": "Never mind, hello", "files": []}, enabled_tools=["lookup_order"],
+                         api_name="/chat"))
     (panel,) = [m for m in chat if (m.get("metadata") or {}).get("title", "").startswith("🛠️ lookup_order")]
     assert panel["metadata"]["status"] == "done" and panel["metadata"]["title"].endswith("cancelled")
     assert MOVED_ON in text_of(panel)

@@ -49,6 +49,7 @@ from gemma4_ui.parsing import ReplyParser
 from gemma4_ui.prompt import PromptSpec, model_inputs
 from gemma4_ui.tools import default_registry
 from gemma4_ui.transcript import last_reply
+from tests.conftest import chat_messages
 
 EXAMPLES = ROOT / "assets" / "examples"
 TINY = str(BUNDLED_MODEL)
@@ -575,8 +576,8 @@ def remote_app(proxied_engine):
 
 
 def chat(client, text: str, files=(), **options):
-    return client.predict({"text": text, "files": [handle_file(str(f)) for f in files]},
-                          max_new_tokens=options.pop("max_new_tokens", 8), temperature=0, api_name="/chat", **options)
+    return chat_messages(client.predict({"text": text, "files": [handle_file(str(f)) for f in files]},
+                          max_new_tokens=options.pop("max_new_tokens", 8), temperature=0, api_name="/chat", **options))
 
 
 def test_app_streams_a_remote_reply_with_text_and_with_an_image(remote_app):
@@ -584,7 +585,7 @@ def test_app_streams_a_remote_reply_with_text_and_with_an_image(remote_app):
     job = client.submit({"text": "Hello!", "files": []}, max_new_tokens=24, temperature=0, api_name="/chat")
     updates = list(job)
     assert len(updates) >= 3, "the reply arrives in several updates"
-    final = job.result()
+    final = chat_messages(job.result())
     assert user_texts(final) == ["Hello!"] and final[-1]["role"] == "assistant" and texts([final[-1]])
     with_image = chat(client, "What is this?", [EXAMPLES / "shapes.png"])
     assert [m["content"][0]["type"] for m in with_image if m["role"] == "user"][1] == "file"
@@ -600,7 +601,7 @@ def test_app_stop_ends_a_remote_reply(remote_app):
         time.sleep(0.05)
     stopped_at = time.time()
     client.predict(api_name="/stop")
-    final = job.result(timeout=30)
+    final = chat_messages(job.result(timeout=30))
     assert time.time() - stopped_at < 10
     assert "Stopped" in texts([final[-1]])[-1]
 
