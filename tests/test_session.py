@@ -25,8 +25,9 @@ def user(session):
 
 def send(session, conversation, text, files=(), user=None):
     user = user or session.new_session()
-    *_, (chat, conv, restore) = session.respond({"text": text, "files": list(files)}, conversation, user, OPTIONS)
-    return chat, conv, restore
+    *_, (history, live, conv, restore) = session.respond({"text": text, "files": list(files)}, conversation, user,
+                                                         OPTIONS)
+    return history + live, conv, restore
 
 
 def test_a_turn_adds_the_message_and_the_reply(session):
@@ -37,7 +38,7 @@ def test_a_turn_adds_the_message_and_the_reply(session):
 
 def test_retry_replaces_the_last_reply(session):
     _, conv, _ = send(session, Conversation(), "Hello")
-    *_, (_, retried, _) = session.retry(conv, session.new_session(), OPTIONS)
+    *_, (_, _, retried, _) = session.retry(conv, session.new_session(), OPTIONS)
     assert len(retried.turns) == 2 and retried.turns[0].text == "Hello"
     assert retried.turns[1] is not conv.turns[1], "a new reply"
 
@@ -45,7 +46,8 @@ def test_retry_replaces_the_last_reply(session):
 def test_undo_takes_the_message_back_into_the_composer(session, tmp_path):
     _, conv, _ = send(session, Conversation(), "First")
     _, conv, _ = send(session, conv, "Second")
-    chat, kept, composer = session.undo(conv, session.new_session())
+    history, live, kept, composer = session.undo(conv, session.new_session())
+    chat = history + live
     assert [t.text for t in kept.turns if isinstance(t, UserTurn)] == ["First"]
     assert composer["value"] == {"text": "Second", "files": []}
     assert [m["content"] for m in chat if m["role"] == "user"] == ["First"]
@@ -55,7 +57,7 @@ def test_edit_the_last_message_regenerates(session):
     _, conv, _ = send(session, Conversation(), "First")
     _, conv, _ = send(session, conv, "Secnod")
     position = session.last_user_text_position(conv)
-    *_, (chat, edited, _) = session.edit(gr.EditData(None, {"index": position, "value": "Second", "previous_value": "Secnod"}), conv,
+    *_, (chat, _, edited, _) = session.edit(gr.EditData(None, {"index": position, "value": "Second", "previous_value": "Secnod"}), conv,
                                          session.new_session(), OPTIONS)
     assert [t.text for t in edited.turns if isinstance(t, UserTurn)] == ["First", "Second"]
     assert isinstance(edited.turns[-1], AssistantTurn)
@@ -64,7 +66,7 @@ def test_edit_the_last_message_regenerates(session):
 def test_only_the_last_message_can_be_edited(session):
     _, conv, _ = send(session, Conversation(), "First")
     _, conv, _ = send(session, conv, "Second")
-    *_, (_, same, _) = session.edit(gr.EditData(None, {"index": 0, "value": "Changed", "previous_value": "First"}), conv, session.new_session(), OPTIONS)
+    *_, (_, _, same, _) = session.edit(gr.EditData(None, {"index": 0, "value": "Changed", "previous_value": "First"}), conv, session.new_session(), OPTIONS)
     assert same is conv
 
 
@@ -103,7 +105,7 @@ def test_editing_an_earlier_text_when_the_last_message_is_media_only_is_refused(
     conv = Conversation([UserTurn("First"), AssistantTurn(content="A"), UserTurn("", [image]),
                          AssistantTurn(content="B")])
     assert session.last_user_text_position(conv) is None, "the last message has no text to edit"
-    *_, (_, same, _) = session.edit(gr.EditData(None, {"index": 0, "value": "Changed", "previous_value": "First"}),
+    *_, (_, _, same, _) = session.edit(gr.EditData(None, {"index": 0, "value": "Changed", "previous_value": "First"}),
                                     conv, session.new_session(), OPTIONS)
     assert same is conv and conv.turns[2].text == "" and conv.turns[0].text == "First"
 
