@@ -16,6 +16,8 @@ from pathlib import Path
 
 import httpx
 
+from tests.conftest import chat_messages
+
 CHAT_DEFAULTS = dict(system_prompt="", thinking=False, max_new_tokens=64, temperature=0.0, top_p=0.95, top_k=64,
                      image_budget=280, enabled_tools=[], max_tool_rounds=5)
 
@@ -83,8 +85,7 @@ class ChatClient:
                 elif line.startswith("data:") and event in ("generating", "complete"):
                     payload = json.loads(line.removeprefix("data:"))
                     if payload:  # the chat's history (not sent while a turn streams), its live part
-                        chat = [m for part in payload[:2] if isinstance(part, list) for m in part]
-                        reply.updates.append((time.perf_counter(), chat))
+                        reply.updates.append((time.perf_counter(), chat_messages(payload[:2])))
                 elif line.startswith("data:") and event == "error":
                     raise RuntimeError(f"the app answered with an error: {line}")
         return reply

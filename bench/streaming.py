@@ -25,7 +25,7 @@ from gradio_client import handle_file
 
 from .context import Context
 from .harness import Figure, Section, Target, interleaved, paired
-from .http_client import ChatClient, reply_text
+from .http_client import ChatClient, chat_messages, reply_text
 
 PROMPT = "Write a long story."
 IMAGE_PROMPT = "What is in this picture?"
@@ -128,7 +128,7 @@ def app_via_gradio_client(client, app, text: str, max_new_tokens: int, new_conve
     requested = time.perf_counter()
     arrivals = [time.perf_counter() for parts in client.submit(
         {"text": text, "files": []}, "", False, max_new_tokens, 0.0, api_name="/chat")
-        if reply_text([m for part in parts if isinstance(part, list) for m in part])]
+        if reply_text(chat_messages(parts))]
     return _app_timing(app, before, requested, arrivals[0], arrivals[-1], app.cpu_seconds() - cpu)
 
 

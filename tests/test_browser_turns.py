@@ -54,6 +54,22 @@ def long_reply_server(processor):
     server.demo.close()
 
 
+def story_server(processor, repeats: int, seconds_per_chunk: float):
+    """The app on a replay engine whose every reply is a long story, streamed slowly."""
+    return start_app(ReplayEngine(processor, lambda prompt: "Once upon a time " * repeats + "<turn|>",
+                                  seconds_per_chunk=seconds_per_chunk))
+
+
+def load_conversation(page, path, conversation) -> None:
+    """Save `conversation` to `path` and load it through the app's "Save / load" tab."""
+    from gemma4_ui import transcript
+    from gemma4_ui.options import ChatOptions
+
+    path.write_text(transcript.dumps(conversation, ChatOptions()), encoding="utf-8")
+    page.get_by_role("tab", name="Save / load").click()
+    page.set_input_files("#upload-chat input[type=file]", str(path))
+
+
 def test_stop_a_long_reply_in_the_browser(long_reply_server, page):
     open_app(page, long_reply_server.url)
     page.fill("#composer textarea", "Write a long story.")
@@ -88,22 +104,16 @@ def test_tool_loop_in_the_browser(weather_server, page):
 def test_undo_and_streaming_keep_the_inspector_and_the_tool_row_current(processor, page, tmp_path):
     """Undo of a message whose tool call waits hides the tool row and shows the draft in the
     inspector; while a reply streams, the inspector shows the prompt being answered."""
-    from gemma4_ui import transcript
     from gemma4_ui.conversation import AssistantTurn, Conversation, ToolRound, UserTurn
     from gemma4_ui.events import ToolCall, ToolResult
-    from gemma4_ui.options import ChatOptions
 
     call = ToolCall("lookup_order", {"order_id": 7}, id="call_0")
     waiting = Conversation([UserTurn("Where is order 7?"), AssistantTurn(rounds=[ToolRound(
         [call], [ToolResult("lookup_order", "call_0", "client", None, 0.0)])])])
-    saved = tmp_path / "waiting.json"
-    saved.write_text(transcript.dumps(waiting, ChatOptions()), encoding="utf-8")
-    server = start_app(ReplayEngine(processor, lambda prompt: "Once upon a time " * 100 + "<turn|>",
-                                    seconds_per_chunk=0.03))
+    server = story_server(processor, 100, 0.03)
     try:
         open_app(page, server.url)
-        page.get_by_role("tab", name="Save / load").click()
-        page.set_input_files("#upload-chat input[type=file]", str(saved))
+        load_conversation(page, tmp_path / "waiting.json", waiting)
         page.wait_for_selector("#tool-answer", state="visible", timeout=30_000)
         page.get_by_role("radio", name="Messages").click()
         page.locator("#chatbot button[aria-label='Undo']").last.click()
@@ -165,21 +175,15 @@ def test_a_reply_streams_below_a_long_chat_without_touching_it(processor, page, 
     """The chat's history stays as it is (the same elements) while a reply streams into the
     live part below it; the box follows the reply; when it is done the whole turn is in the
     history and the live part is empty."""
-    from gemma4_ui import transcript
     from gemma4_ui.conversation import AssistantTurn, Conversation, UserTurn
-    from gemma4_ui.options import ChatOptions
 
     turns = []
     for n in range(12):
         turns += [UserTurn(f"Question {n}"), AssistantTurn(content=f"Answer {n}.\n\n```python\nprint({n})\n```")]
-    saved = tmp_path / "long.json"
-    saved.write_text(transcript.dumps(Conversation(turns), ChatOptions()), encoding="utf-8")
-    server = start_app(ReplayEngine(processor, lambda prompt: "Once upon a time " * 150 + "<turn|>",
-                                    seconds_per_chunk=0.02))
+    server = story_server(processor, 150, 0.02)
     try:
         open_app(page, server.url)
-        page.get_by_role("tab", name="Save / load").click()
-        page.set_input_files("#upload-chat input[type=file]", str(saved))
+        load_conversation(page, tmp_path / "long.json", Conversation(turns))
         page.wait_for_function("() => document.querySelectorAll('#chat-history .message-row').length === 24",
                                timeout=60_000)
         page.evaluate("document.querySelector('#chat-history .message-row').dataset.mark = 'first'")
