@@ -122,7 +122,7 @@ def serve(port: int, stats_file: Path) -> None:
 
         session.StreamingRender = WholeChat
         session.MAX_UPDATE_SHARE = 0.04
-        expanded_view.MAX_COLOURED_TOKENS = 10**9
+        expanded_view.MAX_COLOURED = 10**9
     engine = recording_engine(local, stats_file)
     demo = enable_queue(build_ui(SharedChatHandlers(engine, settings)), settings.gpu_concurrency)
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **PAGE,

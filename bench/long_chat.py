@@ -36,9 +36,12 @@ MONITOR = """() => {
     const tick = (now) => { if (changed) { m.visible.push(now); changed = false; }
                             if (!m.stop) requestAnimationFrame(tick); };
     requestAnimationFrame(tick);
-    new PerformanceObserver(list => list.getEntries().forEach(e => m.longTasks.push(e.duration)))
+    new PerformanceObserver(list => list.getEntries().forEach(e => m.longTasks.push([e.startTime, e.duration])))
         .observe({type: 'longtask'});
 }"""
+PHASES = {"sending": "typing the prompt and sending it, before the chat's first change",
+          "streaming": "from the chat's first change to its last",
+          "settling": "after the chat's last change, until the composer is back"}
 MESSAGES_SHOWN = "() => document.querySelectorAll('#chatbot .message-row').length"
 STREAMING = "() => document.querySelector('#composer textarea').disabled"
 
@@ -69,8 +72,13 @@ def stream(page, tokens: int) -> dict:
     cdp.detach()
     visible = monitor["visible"]
     seconds = (visible[-1] - visible[0]) / 1000
-    return {"updates per second": (len(visible) - 1) / seconds, "longest task": max(monitor["longTasks"], default=0.0),
-            "ms per update": 1000 * busy / max(1, len(visible))}
+    tasks = monitor["longTasks"]
+    phases = {"sending": [d for t, d in tasks if t < visible[0]],
+              "streaming": [d for t, d in tasks if visible[0] <= t < visible[-1]],
+              "settling": [d for t, d in tasks if t >= visible[-1]]}
+    return {"updates per second": (len(visible) - 1) / seconds, "longest task": max((d for _, d in tasks), default=0.0),
+            "ms per update": 1000 * busy / max(1, len(visible)),
+            **{f"longest task {phase}": max(durations, default=0.0) for phase, durations in phases.items()}}
 
 
 def one_reply(chromium, app: AppProcess, saved, tokens: int, with_history: bool) -> dict:
@@ -112,6 +120,9 @@ def long_chat_streaming(ctx: Context) -> Section:
                    note="PerformanceObserver 'longtask' reports tasks over 50 ms; 0 when none"),
             Figure(f"{side}: main-thread ms per visible update", column(side, "ms per update"), "ms", digits=1),
         ]
+        if app_side:  # where the longest tasks are
+            figures += [Figure(f"{side}: longest task {phase}", column(side, f"longest task {phase}"), "ms", digits=0,
+                               note=note) for phase, note in PHASES.items()]
     for side in ("app", "before"):
         late, early = column(f"{side}, 40 messages", "ms per update"), column(f"{side}, empty chat", "ms per update")
         figures.append(Figure(f"{side}: late chat ÷ early chat, main-thread ms per update",

@@ -11,13 +11,17 @@ from __future__ import annotations
 import html
 
 from .inspector import AUDIO, IMAGE, TEXT, VIDEO
+from .tail_patched_html import joined
 
 SOFT_KINDS = {IMAGE: "image", VIDEO: "video", AUDIO: "audio"}
 FOLD_RUNS_LONGER_THAN = 8
-# A long chat's tokens are coloured from this many before the end: one span per token is
-# ~70 bytes of HTML, and re-drawing 20k of them blocks the browser for half a second at each
-# refresh. The tokens before stay, as plain text in a fold (the plain layer has them too).
-MAX_COLOURED_TOKENS = 4000
+# A long chat's last elements are coloured, at most this many (one per token, or per folded
+# soft-token run): each is a node the browser lays out, and thousands of them redrawn at each
+# refresh block the page. The tokens before stay, as plain text in a fold (the plain layer
+# has them too). The cut moves in whole blocks, so that typing a draft leaves it where it
+# was, and the page patches only its end (tail_patched_html).
+MAX_COLOURED = 2000
+CUT_BLOCK = 500
 
 
 def _runs(ids: list[int], types: list[int]):
@@ -32,34 +36,45 @@ def _runs(ids: list[int], types: list[int]):
         start = end
 
 
+def coloured_from(count: int) -> int:
+    """The first coloured element of `count`: a multiple of CUT_BLOCK, leaving at most
+    MAX_COLOURED (and more than MAX_COLOURED - CUT_BLOCK) coloured."""
+    if count <= MAX_COLOURED:
+        return 0
+    return ((count - MAX_COLOURED - 1) // CUT_BLOCK + 1) * CUT_BLOCK
+
+
 def expanded_html(processor, inputs) -> str:
+    """The tokens as pieces for `tail_patched_html`: the plain early fold (if any), then one
+    element per token or folded run."""
     tokenizer = processor.tokenizer
     ids = inputs["input_ids"][0].tolist()
     types = inputs["mm_token_type_ids"][0].tolist() if "mm_token_type_ids" in inputs else [TEXT] * len(ids)
     special = set(tokenizer.all_special_ids)
     pieces = {i: html.escape(tokenizer.decode([i], skip_special_tokens=False)) for i in set(ids)}
-    out = []
-    first = max(0, len(ids) - MAX_COLOURED_TOKENS)
-    while 0 < first < len(ids) and types[first] in SOFT_KINDS and types[first - 1] == types[first]:
-        first -= 1  # a soft-token run is coloured whole
-    if first:
-        early = html.escape(tokenizer.decode(ids[:first], skip_special_tokens=False))
-        out.append(f"<details class='xv-early'><summary>Positions 0–{first - 1:,}: {first:,} tokens, shown "
-                   f"without colours</summary>{early}</details>")
+    elements: list[tuple[int, str]] = []  # (first position, HTML)
     for start, end, token, kind in _runs(ids, types):
-        if end <= first:
-            continue
         name = SOFT_KINDS.get(kind) or ("control" if token in special else "text")
         count = end - start
         if count > FOLD_RUNS_LONGER_THAN:
-            out.append(f"<details class='xv-run xv-{name}'><summary title='id {token} · positions {start}–{end - 1}'>"
-                       f"{pieces[token]} × {count:,}</summary>{pieces[token] * count}</details>")
+            elements.append((start, f"<details class='xv-run xv-{name}'><summary title='id {token} · positions "
+                                    f"{start}–{end - 1}'>{pieces[token]} × {count:,}</summary>"
+                                    f"{pieces[token] * count}</details>"))
         else:
-            out.extend(f"<span class='xv xv-{name}' title='id {token} · {name} · position {n}'>{pieces[token]}</span>"
-                       for n in range(start, end))
-    legend = "".join(f"<span class='xv xv-{name}'>{name}</span> "
-                     for name in ("text", "control", "image", "audio", "video"))
-    return f"<div class='expanded-view'><div class='xv-legend'>{legend}</div><div class='xv-tokens'>{''.join(out)}</div></div>"
+            elements.extend((n, f"<span class='xv xv-{name}' title='id {token} · {name} · position {n}'>"
+                                f"{pieces[token]}</span>") for n in range(start, end))
+    cut = coloured_from(len(elements))
+    out = [element for _, element in elements[cut:]]
+    if cut:
+        first = elements[cut][0]
+        early = html.escape(tokenizer.decode(ids[:first], skip_special_tokens=False))
+        out.insert(0, f"<details class='xv-early'><summary>Positions 0–{first - 1:,}: {first:,} tokens, shown "
+                      f"without colours</summary>{early}</details>")
+    return joined(out)
+
+
+LEGEND = "<div class='xv-legend'>" + "".join(
+    f"<span class='xv xv-{name}'>{name}</span> " for name in ("text", "control", "image", "audio", "video")) + "</div>"
 
 
 CSS = """

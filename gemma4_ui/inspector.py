@@ -354,7 +354,7 @@ def _token_kind(token: str) -> str:
 
 
 def template_spans(processor, spec: PromptSpec, raw: str) -> list[tuple[str, str | None]]:
-    """The raw template in (text, kind) pieces for gr.HighlightedText, told apart by token id:
+    """The raw template in (text, kind) pieces, control tokens told apart by token id:
     a control token the user typed (`<|turn>` in a message) is encoded as text, exactly as
     the model receives it, and is shown as text. Joining the pieces gives back `raw`.
 
@@ -388,8 +388,28 @@ def template_spans(processor, spec: PromptSpec, raw: str) -> list[tuple[str, str
     return spans
 
 
+def template_html(spans: list[tuple[str, str | None]]) -> str:
+    """The raw template's spans as pieces for `tail_patched_html`: each control token in its
+    kind's colour, the text between them plain."""
+    from .tail_patched_html import joined
+
+    return joined([f"<span class='tv'>{html.escape(text)}</span>" if kind is None else
+                   f"<span class='tv tv-{kind}' title='{kind} token'>{html.escape(text)}</span>"
+                   for text, kind in spans])
+
+
+TEMPLATE_LEGEND = "<div class='tv-legend'>" + "".join(
+    f"<span class='tv tv-{kind}'>{kind}</span> " for kind in HIGHLIGHT_COLORS) + "</div>"
+TEMPLATE_CSS = """
+.tv-tokens { font-family: var(--font-mono); font-size: 0.85em; white-space: pre-wrap; word-break: break-word;
+  max-height: 480px; overflow-y: auto; line-height: 1.7; }
+.tv-legend { margin-bottom: 4px; } .tv-legend .tv { font-size: 0.8em; padding: 0 4px; }
+""" + "".join(f".tv-{kind} {{ background: {colour}40; border-radius: 3px; padding: 0 2px; }}\n"
+                for kind, colour in HIGHLIGHT_COLORS.items())
+
+
 def highlight_spans(text: str, control_tokens: list[str]) -> list[tuple[str, str | None]]:
-    """Split the raw template into (text, kind) pieces for gr.HighlightedText; joining the
+    """Split the raw template into (text, kind) pieces by control token text; joining the
     pieces gives back the text exactly."""
     if not control_tokens:
         return [(text, None)]

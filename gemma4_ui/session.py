@@ -525,7 +525,7 @@ class SharedChatHandlers:
 
         processor = self.engine.processor
         if processor is None:
-            return InspectorView("", "", [], "", "", warning=(
+            return InspectorView("", "", "", "", "", warning=(
                 "The model's processor is not available here, so the prompt layers and exact counts "
                 "cannot be shown. The server-reported usage appears with each reply."))
         draft = Draft.from_value(value)
@@ -540,14 +540,14 @@ class SharedChatHandlers:
                 warning = str(err)
         spec = build_spec(preview, options, session.tools(), self.engine.audio_first)
         if not spec.messages:
-            return InspectorView(EMPTY_INSPECTOR, inspector.messages_layer(spec, []), [], "", "", warning,
+            return InspectorView(EMPTY_INSPECTOR, inspector.messages_layer(spec, []), "", "", "", warning,
                                  maps=soft_token_map.NO_MEDIA)
         try:
             raw = template_text(processor, spec)
             inputs = model_inputs(self._counting_processor(processor), spec)
         except Exception as err:  # noqa: BLE001 - the same failure reaches the chat when sent
             log.warning("the inspector could not build the prompt", exc_info=True)
-            return InspectorView(EMPTY_INSPECTOR, inspector.messages_layer(spec, preview.media()), [], "", "",
+            return InspectorView(EMPTY_INSPECTOR, inspector.messages_layer(spec, preview.media()), "", "", "",
                                  f"The prompt could not be built ({type(err).__name__}: {err}).",
                                  maps=soft_token_map.NO_MEDIA)
         media = preview.media()
@@ -555,7 +555,7 @@ class SharedChatHandlers:
         return InspectorView(
             counts=inspector.counts_html(counts),
             messages=inspector.messages_layer(spec, media),
-            template=inspector.template_spans(processor, spec, raw),
+            template=inspector.template_html(inspector.template_spans(processor, spec, raw)),
             template_raw=raw,
             expanded=inspector.expanded_layer(processor, inputs, show_ids),
             warning=warning,
@@ -748,7 +748,7 @@ class UpdatePacer:
 class InspectorView:
     counts: str  # HTML
     messages: str  # JSON
-    template: list  # HighlightedText value
+    template: str  # pieces for tail_patched_html
     template_raw: str
     expanded: str
     warning: str = ""

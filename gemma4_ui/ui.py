@@ -23,11 +23,12 @@ import gradio as gr
 from .config import EXAMPLES_DIR, IMAGE_BUDGETS, Settings
 from . import token_probabilities
 from .conversation import Conversation
-from .expanded_view import CSS as EXPANDED_VIEW_CSS
-from .inspector import HIGHLIGHT_COLORS
+from .expanded_view import CSS as EXPANDED_VIEW_CSS, LEGEND as EXPANDED_LEGEND
+from .inspector import TEMPLATE_CSS, TEMPLATE_LEGEND
 from .options import USER_OPTIONS, ChatOptions
 from .session import SharedChatHandlers, tool_choices, tools_markdown
 from .soft_token_map import CSS as SOFT_TOKEN_MAP_CSS
+from .tail_patched_html import CSS as TAIL_PATCHED_CSS, tail_patched_html
 from .tools import ToolRegistry
 
 LAYERS = {"Messages": "layer-messages", "Template": "layer-template", "Expanded": "layer-expanded"}
@@ -103,7 +104,7 @@ footer .divider:last-child { display: none; }
   #title h2 { font-size: 1.15em; }
   #model-status { font-size: 0.85em; }
 }
-""" + LAYERS_CSS + SOFT_TOKEN_MAP_CSS + token_probabilities.CSS + EXPANDED_VIEW_CSS
+""" + LAYERS_CSS + SOFT_TOKEN_MAP_CSS + token_probabilities.CSS + EXPANDED_VIEW_CSS + TEMPLATE_CSS + TAIL_PATCHED_CSS
 
 # The chat box follows the newest message while its reader is at the bottom, and stays where
 # one who scrolled up left it (the Chatbots inside it do not scroll: ui.CSS). It watches the
@@ -113,9 +114,17 @@ CHAT_SCROLL_JS = """() => {
   const follow = () => {
     const box = document.querySelector('#chatbot');
     if (!box) return setTimeout(follow, 200);
-    let pinned = true;
+    // Reaching the bottom, however, pins; only the reader's own scrolling (wheel, touch, keys,
+    // the scrollbar) unpins: the browser also scrolls the box when its content is redrawn.
+    let pinned = true, readerUntil = 0, dragging = false;
+    const reader = () => { readerUntil = performance.now() + 500; };
+    for (const type of ['wheel', 'touchmove', 'keydown']) box.addEventListener(type, reader, {passive: true});
+    box.addEventListener('pointerdown', () => { dragging = true; }, {passive: true});
+    window.addEventListener('pointerup', () => { dragging = false; reader(); }, {passive: true});
     box.addEventListener('scroll', () => {
-      pinned = box.scrollHeight - box.scrollTop - box.clientHeight < 80; }, {passive: true});
+      if (box.scrollHeight - box.scrollTop - box.clientHeight < 80) pinned = true;
+      else if (dragging || performance.now() < readerUntil) pinned = false;
+    }, {passive: true});
     const grown = new ResizeObserver(() => { if (pinned) box.scrollTop = box.scrollHeight; });
     box.querySelectorAll(':scope > .block').forEach((part) => grown.observe(part));
   };
@@ -215,7 +224,7 @@ class InspectorTab:
     note: gr.Markdown
     soft_tokens: gr.HTML
     messages: gr.Code
-    template: gr.HighlightedText
+    template: gr.HTML
     template_text: gr.Code
     show_ids: gr.Checkbox
     expanded: gr.Textbox
@@ -307,14 +316,13 @@ def _inspector_tab() -> InspectorTab:
                 messages = gr.Code(language="json", elem_id="template-messages",
                                    label="Layer 1: data passed to apply_chat_template")
             with gr.Column(elem_id="layer-template", min_width=0):
-                template = gr.HighlightedText(
-                    elem_id="template-raw", label="Layer 2: apply_chat_template(tokenize=False)",
-                    color_map=HIGHLIGHT_COLORS, combine_adjacent=False, show_legend=True,
-                )
+                template = tail_patched_html("template-raw", "Layer 2: apply_chat_template(tokenize=False)",
+                                             head=TEMPLATE_LEGEND, body_class="tv-tokens")
                 with gr.Accordion("Plain text (copy)", open=False):
                     template_text = gr.Code(language=None, show_label=False, interactive=False, elem_id="template-text")
             with gr.Column(elem_id="layer-expanded", min_width=0):
-                expanded_colour = gr.HTML(elem_id="template-expanded-colour")
+                expanded_colour = tail_patched_html("template-expanded-colour", "Layer 3: processor(...) input_ids",
+                                                    head=EXPANDED_LEGEND, body_class="xv-tokens")
                 with gr.Accordion("Plain text (copy)", open=False):
                     show_ids = gr.Checkbox(label="Show token ids", value=False)
                     expanded = gr.Textbox(
@@ -448,6 +456,13 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
     gpu = dict(concurrency_limit=handlers.settings.gpu_concurrency, concurrency_id="gpu")
     private = dict(api_visibility="private")
     streamed = dict(show_progress_on=[chat.live])  # the history does not change while a turn streams
+    # Every event names small components as its progress targets. Gradio's page keeps a
+    # loading status for each component any event has had as a target (its outputs, unless
+    # show_progress_on says otherwise), and at every streamed update it copies the whole
+    # state of each of them: with the chat history and the inspector's layers among them, a
+    # long chat made each update of the reply cost tens of ms more, and the first ones
+    # hundreds. Hidden progress shows nothing, so its target is a State.
+    quiet = dict(show_progress="hidden", show_progress_on=[layout.restore])
 
     after_turn = with_options(handlers, handlers.after_turn, [("conversation", empty), ("restore", empty),
                                                               ("composer", empty), ("session", empty),
@@ -455,7 +470,7 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
     after = dict(fn=after_turn, inputs=[conversation, restore, chat.composer, session, inspector.show_ids, *options],
                  outputs=[chat.composer, chat.stop, chat.tool_row, chat.tool_answer, inspector.reply_stats,
                           inspector.raw_output, inspector.parsed_output, chat.probabilities, *inspector.layers],
-                 show_progress="hidden", **private)
+                 **quiet, **private)
 
     def running():
         return gr.update(interactive=True)  # Stop, as soon as a turn is asked for
@@ -466,7 +481,7 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
     # show gr.Warning); decoding is CPU work, apart from the GPU's limit.
     chat.composer.submit(handlers.stage, [chat.composer, conversation, session],
                          [chat.composer, chat.staged, chat.history, chat.live, chat.stop], concurrency_limit=4,
-                         concurrency_id="stage", **private).then(
+                         concurrency_id="stage", **quiet, **private).then(
         respond, [chat.staged, conversation, session, *options], chat_outputs, api_name="chat",
         show_progress="minimal", **streamed, **gpu,
     ).then(**after)
@@ -474,7 +489,7 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
     # 1b. Token probabilities are recorded only while their view is open (closed, they cost nothing).
     for event, shown in ((chat.probabilities_view.expand, True), (chat.probabilities_view.collapse, False)):
         event(functools.partial(handlers.show_probabilities, shown), [conversation, session], chat.probabilities,
-              queue=False, **private)
+              queue=False, **quiet, **private)
 
     # 1c. The same turn for scripts, the reply as data (no button: an API endpoint only).
     reply_trigger, reply_out = gr.Button(visible=False), gr.JSON(visible=False)
@@ -501,7 +516,7 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
         **private, **streamed, **gpu,
     ).then(**after)
     chat.history.undo(handlers.undo, [conversation, session],
-                      [chat.history, chat.live, conversation, chat.composer], **private).then(**after)
+                      [chat.history, chat.live, conversation, chat.composer], **quiet, **private).then(**after)
     chat.history.edit(running, None, chat.stop, queue=False, **private)
     chat.history.edit(with_options(handlers, handlers.edit, [("data", gr.EditData), *turn]),
                       [conversation, session, *options], chat_outputs, **private, **streamed, **gpu).then(**after)
@@ -522,15 +537,15 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
     # 5. New conversation, also from the Chatbot's own trash button: a reply still streaming stops.
     reset_outputs = [chat.history, chat.live, conversation, restore, chat.composer, chat.stop, chat.tool_row,
                      inspector.exported]
-    chat.new_chat.click(handlers.reset, [session], reset_outputs, api_name="new_conversation", queue=False).then(
-        **after)
-    chat.history.clear(handlers.reset, [session], reset_outputs, queue=False, **private).then(**after)
+    chat.new_chat.click(handlers.reset, [session], reset_outputs, api_name="new_conversation", queue=False,
+                        **quiet).then(**after)
+    chat.history.clear(handlers.reset, [session], reset_outputs, queue=False, **quiet, **private).then(**after)
 
     # 6. The inspector follows the draft and the settings (always_last: a natural debounce).
     refresh = with_options(handlers, handlers.refresh_inspector,
                            [("value", empty), *turn, ("show_ids", empty)])
     live = dict(fn=refresh, inputs=[chat.composer, conversation, session, inspector.show_ids, *options],
-                outputs=inspector.layers, show_progress="hidden", trigger_mode="always_last",
+                outputs=inspector.layers, **quiet, trigger_mode="always_last",
                 concurrency_limit=4, concurrency_id="inspector", **private)
     for name in ("system_prompt", "thinking", "image_budget", "enabled_tools"):
         layout.options[name].change(**live)
@@ -556,7 +571,7 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
     inspector.upload_chat.upload(
         handlers.load_chat, [inspector.upload_chat, session],
         [chat.history, chat.live, conversation, layout.options["system_prompt"], layout.options["thinking"],
-         layout.options["enabled_tools"], tools.tool_docs], **private,
+         layout.options["enabled_tools"], tools.tool_docs], show_progress_on=[chat.live], **private,
     ).then(**after)
 
 

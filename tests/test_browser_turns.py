@@ -210,3 +210,35 @@ def test_a_reply_streams_below_a_long_chat_without_touching_it(processor, page, 
         screenshot(page, "long-chat-done")
     finally:
         server.demo.close()
+
+
+BOTTOM_GAP = "() => { const box = document.querySelector('#chatbot'); " \
+             "return box.scrollHeight - box.scrollTop - box.clientHeight; }"
+
+
+def test_the_chat_stays_where_its_reader_scrolled_up_and_follows_again_at_the_bottom(processor, page):
+    """While a reply streams, scrolling up in the chat keeps it there (the reply grows below);
+    scrolling back to the bottom makes it follow the reply again."""
+    story = "".join(f"Line {n} of the story.\n\n" for n in range(300)) + "<turn|>"  # one line per paragraph
+    server = start_app(ReplayEngine(processor, lambda prompt: story, seconds_per_chunk=0.01))
+    try:
+        open_app(page, server.url)
+        page.fill("#composer textarea", "Tell me a story")
+        page.keyboard.press("Enter")
+        page.wait_for_function(f"() => ({BOTTOM_GAP})() === 0 && document.querySelector('#chatbot').scrollTop > 300",
+                               timeout=60_000)  # the reply overflows the box, which follows it
+        page.hover("#chatbot")
+        page.mouse.wheel(0, -250)
+        page.wait_for_function(f"() => ({BOTTOM_GAP})() > 150", timeout=5_000)
+        top = page.evaluate("document.querySelector('#chatbot').scrollTop")
+        page.wait_for_timeout(1_500)  # more of the reply arrives below
+        assert page.evaluate("document.querySelector('#chatbot').scrollTop") == top, "it stays where the reader is"
+        assert page.evaluate(BOTTOM_GAP) > 300
+        page.mouse.wheel(0, 100_000)
+        page.wait_for_timeout(1_500)
+        assert not page.locator("#composer textarea").is_enabled(), "still streaming"
+        assert page.evaluate(BOTTOM_GAP) < 80, "back at the bottom, it follows again"
+        page.click("#stop")
+        page.wait_for_function("() => !document.querySelector('#composer textarea').disabled", timeout=30_000)
+    finally:
+        server.demo.close()

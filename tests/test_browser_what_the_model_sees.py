@@ -173,3 +173,36 @@ def test_a_picked_message_shows_its_own_media(processor, page):
         assert mapped_names(page) == ["speech.wav"], "the draft's media come first"
     finally:
         server.demo.close()
+
+
+PATCHED_LAYERS = ("#template-raw", "#template-expanded-colour")
+
+
+def layer_bodies(page) -> list[str]:
+    return [page.inner_html(f"{layer} .tph-body") for layer in PATCHED_LAYERS]
+
+
+def test_layers_patched_while_typing_read_as_a_fresh_render(app_server, page, browser):
+    """Layers 2 and 3 are patched from their first changed piece on (tail_patched_html): after
+    a draft is typed, changed in the middle, shortened and emptied, each reads exactly as in a
+    page that drew the last draft at once."""
+    drafts = ["Tell me about <b>Oslo</b>", "Tell me about Bergen & the fjords, please", "Tell", "", "Tell us"]
+    open_app(page, app_server.url)
+    for draft in drafts:
+        page.fill("#composer textarea", draft)
+        if draft:
+            page.wait_for_function(
+                "text => document.querySelector('#template-messages').innerText.includes(JSON.stringify(text))",
+                arg=draft, timeout=30_000)
+        else:  # no prompt, no frame
+            page.wait_for_function("() => document.querySelector('#template-raw .tph-frame').hidden", timeout=30_000)
+    fresh = browser.new_page()
+    try:
+        open_app(fresh, app_server.url)
+        fresh.fill("#composer textarea", drafts[-1])
+        fresh.wait_for_function("() => document.querySelector('#template-raw').innerText.includes('Tell us')",
+                                timeout=30_000)
+        assert layer_bodies(page) == layer_bodies(fresh)
+        assert "<b>" not in page.inner_html("#template-raw") and "Tell us" in page.inner_text("#template-raw")
+    finally:
+        fresh.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -211,3 +212,69 @@ def test_expanded_view_colours_every_token_by_kind(processor, tmp_path):
     assert view.count("class='xv xv-control' title=") == counts.control and "<b>" not in view
     shown = sum(1 for _ in re.finditer(r"class='xv xv-(text|control|audio)' title='id \d+", view))
     assert shown + counts.image_tokens == counts.total
+
+
+def one_element_each(pieces: list[str]) -> bool:
+    """Each piece parses to exactly one element and nothing beside it (tail_patched_html's
+    script counts the page's nodes by pieces)."""
+    from html.parser import HTMLParser
+
+    class Depth(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.depth, self.tops, self.loose_text = 0, 0, False
+
+        def handle_starttag(self, tag, attrs):
+            self.tops += self.depth == 0
+            self.depth += 1
+
+        def handle_endtag(self, tag):
+            self.depth -= 1
+
+        def handle_data(self, data):
+            self.loose_text |= self.depth == 0
+
+    def single(piece: str) -> bool:
+        parser = Depth()
+        parser.feed(piece)
+        return parser.tops == 1 and parser.depth == 0 and not parser.loose_text
+
+    return all(single(piece) for piece in pieces)
+
+
+def test_layers_two_and_three_are_pieces_of_one_element_each(processor, tmp_path):
+    from gemma4_ui import expanded_view
+    from gemma4_ui.tail_patched_html import SEPARATOR
+
+    media = [make_image(tmp_path / "i.png", (320, 240))]
+    inputs, _, spec = counts_for(processor, media, text="Look <b>here</b> & <|turn> there")
+    spans = inspector.template_spans(processor, spec, template_text(processor, spec))
+    template = inspector.template_html(spans).split(SEPARATOR)
+    assert len(template) == len(spans) and one_element_each(template)
+    shown = "".join(template)
+    assert "<b>" not in shown and "Look &lt;b&gt;here&lt;/b&gt; &amp; &lt;|turn&gt; there" in shown
+    assert one_element_each(expanded_view.expanded_html(processor, inputs).split(SEPARATOR))
+
+
+def test_a_long_prompt_is_coloured_from_a_cut_that_moves_in_whole_blocks(processor):
+    from gemma4_ui import expanded_view
+    from gemma4_ui.expanded_view import CUT_BLOCK, MAX_COLOURED, coloured_from
+    from gemma4_ui.tail_patched_html import SEPARATOR
+
+    assert coloured_from(MAX_COLOURED) == 0
+    for count in (MAX_COLOURED + 1, 12_345, 20_000, 20_001):
+        cut = coloured_from(count)
+        assert cut % CUT_BLOCK == 0 and MAX_COLOURED - CUT_BLOCK < count - cut <= MAX_COLOURED
+    # typing a draft (a few tokens more) leaves the cut where it was, almost always
+    moved = sum(coloured_from(n + 8) != coloured_from(n) for n in range(5_000, 25_000))
+    assert moved / 20_000 <= 8 / CUT_BLOCK
+
+    text = " ".join(f"word{i}" for i in range(1500))
+    inputs = processor(text=text, return_tensors="pt")
+    pieces = expanded_view.expanded_html(processor, inputs).split(SEPARATOR)
+    total = inputs["input_ids"].shape[1]
+    assert total > MAX_COLOURED and len(pieces) - 1 == total - coloured_from(total)
+    early, first = pieces[0], pieces[1]
+    shown_from = int(re.search(r"position (\d+)'", first).group(1))
+    assert early.startswith("<details class='xv-early'>") and f"{shown_from:,} tokens" in early
+    assert shown_from == coloured_from(total)  # text only: one element per token

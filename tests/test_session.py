@@ -126,3 +126,19 @@ def test_a_bad_conversation_file_changes_nothing(session, tmp_path):
     with pytest.warns(UserWarning, match="Could not load that conversation"):
         outputs = session.load_chat(str(bad), session.new_session())
     assert all(isinstance(o, dict) and o.get("__type__") == "update" and len(o) == 1 for o in outputs)
+
+
+def test_no_event_shows_its_progress_on_the_history_or_the_inspector(session):
+    """Gradio's page copies the whole state of every component an event has had as a progress
+    target, at each streamed update: the large ones (the chat's history, the inspector's
+    layers) must never be one, or a long chat slows every update of the reply."""
+    from gemma4_ui.ui import build_ui
+
+    demo = build_ui(session)
+    large = {"chat-history", "template-messages", "template-raw", "template-text", "template-expanded",
+             "template-expanded-colour", "token-counts", "soft-token-map", "token-probabilities", "raw-output",
+             "parsed-output"}
+    ids = {block._id: getattr(block, "elem_id", None) for block in demo.blocks.values()}
+    for dependency in demo.config["dependencies"]:
+        targets = dependency.get("show_progress_on") or dependency["outputs"]
+        assert not large & {ids.get(i) for i in targets}, dependency
