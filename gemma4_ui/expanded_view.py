@@ -78,8 +78,7 @@ LEGEND = "<div class='xv-legend'>" + "".join(
 
 
 CSS = """
-.xv-tokens { font-family: var(--font-mono); font-size: 0.85em; white-space: pre-wrap; word-break: break-all;
-  max-height: 480px; overflow-y: auto; line-height: 1.7; }
+.xv-tokens { word-break: break-all; }
 .xv { border-radius: 2px; box-shadow: inset 0 0 0 1px rgba(127,127,127,0.25); }
 .xv-text { background: transparent; }
 .xv-control { background: rgba(59,130,246,0.22); }

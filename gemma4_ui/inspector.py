@@ -401,8 +401,7 @@ def template_html(spans: list[tuple[str, str | None]]) -> str:
 TEMPLATE_LEGEND = "<div class='tv-legend'>" + "".join(
     f"<span class='tv tv-{kind}'>{kind}</span> " for kind in HIGHLIGHT_COLORS) + "</div>"
 TEMPLATE_CSS = """
-.tv-tokens { font-family: var(--font-mono); font-size: 0.85em; white-space: pre-wrap; word-break: break-word;
-  max-height: 480px; overflow-y: auto; line-height: 1.7; }
+.tv-tokens { word-break: break-word; }
 .tv-legend { margin-bottom: 4px; } .tv-legend .tv { font-size: 0.8em; padding: 0 4px; }
 """ + "".join(f".tv-{kind} {{ background: {colour}40; border-radius: 3px; padding: 0 2px; }}\n"
                 for kind, colour in HIGHLIGHT_COLORS.items())

@@ -52,6 +52,8 @@ def tail_patched_html(elem_id: str, label: str, head: str = "", body_class: str 
 
 
 CSS = """
+.tph-body { font-family: var(--font-mono); font-size: 0.85em; white-space: pre-wrap; max-height: 480px;
+  overflow-y: auto; line-height: 1.7; }
 .tph-frame { border: 1px solid var(--block-border-color); border-radius: var(--block-radius);
   background: var(--block-background-fill); padding: var(--block-padding); }
 .tph-label { display: inline-block; margin-bottom: var(--spacing-md); padding: var(--block-label-padding);
