@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from . import media_files
-from .chromium import app_page, browser
+from .chromium import CHAT_FILE_INPUT, app_page, browser
 from .context import Context
 from .harness import Figure, Section, Target, interleaved
 
@@ -170,7 +170,7 @@ def in_browser(ctx: Context, conversation) -> list[Figure]:
 def load_history(page, saved: Path) -> None:
     """Load the saved conversation, then wait until the inspector has settled on it."""
     page.get_by_role("tab", name="Save / load").click()  # tabs render when first shown
-    page.set_input_files("#upload-chat input[type=file]", str(saved))
+    page.set_input_files(CHAT_FILE_INPUT, str(saved))
     page.wait_for_function(
         "() => /Audio soft tokens\\s+[1-9]/.test(document.querySelector('#token-counts').innerText)",
         timeout=120_000)

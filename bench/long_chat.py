@@ -18,7 +18,7 @@ import time
 
 from .app_server import CHAT_RENDERING, ONE_CHATBOT, SCRIPTED_TOKENS, UPDATES_PER_SECOND, AppProcess
 from .browser import set_reply_length, task_seconds
-from .chromium import app_page, browser
+from .chromium import CHAT_FILE_INPUT, app_page, browser
 from .context import Context
 from .harness import Figure, Section, Target, interleaved, paired
 from .scripted_reply import long_chat
@@ -48,10 +48,13 @@ STREAMING = "() => document.querySelector('#composer textarea').disabled"
 
 def load_chat(page, saved) -> None:
     page.get_by_role("tab", name="Save / load").click()  # tabs render when first shown
-    page.set_input_files("#upload-chat input[type=file]", str(saved))
+    page.set_input_files(CHAT_FILE_INPUT, str(saved))
     page.wait_for_function(f"() => ({MESSAGES_SHOWN})() >= {MESSAGES}", timeout=120_000)
     page.get_by_role("tab", name="Inspector").click()
     time.sleep(1.0)  # the inspector's refresh after loading
+    # The "Conversation loaded." toast goes first: while one is up, its countdown restyles the
+    # page at every frame, whatever the chat's length (this figure is about the length).
+    page.wait_for_function("() => !document.querySelector('.toast-item')", timeout=30_000)
 
 
 def stream(page, tokens: int) -> dict:

@@ -344,6 +344,39 @@ def messages_layer(spec: PromptSpec, media: list[MediaItem]) -> str:
     return json.dumps(data, ensure_ascii=False, indent=2, default=str)
 
 
+# JSON token kinds (pygments' names) and the class each is coloured by; punctuation stays plain.
+_JSON_CLASSES = {"Name.Tag": "jk", "Literal.String.Double": "js", "Literal.Number.Integer": "jn",
+                 "Literal.Number.Float": "jn", "Keyword.Constant": "jc"}
+
+
+def messages_html(text: str) -> str:
+    """Layer 1's JSON as pieces for `tail_patched_html`: one line each (a draft being typed
+    changes only the last lines), coloured by pygments' JSON lexer."""
+    from pygments.lexers.data import JsonLexer
+
+    from .tail_patched_html import joined
+
+    lines, line = [], []
+    for kind, value in JsonLexer().get_tokens(text):
+        css = _JSON_CLASSES.get(str(kind).removeprefix("Token."))
+        for i, part in enumerate(value.split("\n")):
+            if i:
+                lines.append(line)
+                line = []
+            if part:
+                line.append(f"<span class='{css}'>{html.escape(part)}</span>" if css else html.escape(part))
+    if line:
+        lines.append(line)
+    return joined([f"<div class='jl'>{''.join(parts)}</div>" for parts in lines])
+
+
+MESSAGES_CSS = """
+.jv-lines { word-break: break-word; line-height: 1.5; }
+.jv-lines .jk { color: #3b82f6; } .jv-lines .js { color: #059669; } .jv-lines .jn { color: #d97706; }
+.jv-lines .jc { color: #a855f7; }
+"""
+
+
 # -- layer 2: the raw template, highlighted ----------------------------------------------------
 
 def _token_kind(token: str) -> str:

@@ -506,12 +506,13 @@ class SharedChatHandlers:
 
     def refresh_inspector(self, value, conversation: Conversation, session: UserSession, show_ids: bool,
                           options: ChatOptions) -> tuple:
-        """The inspector's components: counts, layers 1-3, a note when the draft is refused, the
+        """The inspector's components (InspectorTab.layers): counts, layer 1 and its plain text,
+        layer 2 and its plain text, layer 3's plain text, a note when the draft is refused, the
         soft-token maps and layer 3 in colour."""
         view = self.inspect(value, conversation, session, show_ids, options)
         note = gr.update(value=literal(f"⚠️ {view.warning}"), visible=True) if view.warning else gr.update(visible=False)
-        layers = (view.counts, view.messages, view.template, view.template_raw, view.expanded, note, view.maps,
-                  view.expanded_colour)
+        layers = (view.counts, view.messages, view.messages_raw, view.template, view.template_raw, view.expanded, note,
+                  view.maps, view.expanded_colour)
         # A layer the browser already shows is not sent again: a long chat's layers are large
         # (the template and the coloured tokens of 20k tokens), and re-drawing one blocks the
         # page for a few hundred ms, as each refresh did when a message was sent.
@@ -554,7 +555,7 @@ class SharedChatHandlers:
         counts = inspector.count_tokens(processor, inputs, media, options.image_budget, self.engine.context_length)
         return InspectorView(
             counts=inspector.counts_html(counts),
-            messages=inspector.messages_layer(spec, media),
+            messages_raw=inspector.messages_layer(spec, media),
             template=inspector.template_html(inspector.template_spans(processor, spec, raw)),
             template_raw=raw,
             expanded=inspector.expanded_layer(processor, inputs, show_ids),
@@ -647,7 +648,7 @@ class SharedChatHandlers:
         session.mapped_turn = None
         tools = session.tools()
         enabled = [name for name in options.enabled_tools if tools.get(name)]
-        gr.Info("Conversation loaded.")
+        gr.Info("Conversation loaded.", duration=3)  # a toast restyles the page every frame it is up
         return (*settled(loaded.conversation), loaded.conversation, options.system_prompt, options.thinking,
                 gr.update(choices=tool_choices(tools), value=enabled), tools_markdown(tools))
 
@@ -747,13 +748,20 @@ class UpdatePacer:
 @dataclass
 class InspectorView:
     counts: str  # HTML
-    messages: str  # JSON
+    messages_raw: str  # JSON
     template: str  # pieces for tail_patched_html
     template_raw: str
     expanded: str
     warning: str = ""
     maps: str = ""  # HTML: the soft-token pictures
     expanded_colour: str = ""  # HTML: layer 3 coloured by token kind
+
+    @property
+    def messages(self) -> str:
+        """Layer 1 as pieces for tail_patched_html."""
+        from .inspector import messages_html
+
+        return messages_html(self.messages_raw) if self.messages_raw else ""
 
 
 def _newest_media(conversation: Conversation) -> list[MediaItem]:

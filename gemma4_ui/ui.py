@@ -24,7 +24,7 @@ from .config import EXAMPLES_DIR, IMAGE_BUDGETS, Settings
 from . import token_probabilities
 from .conversation import Conversation
 from .expanded_view import CSS as EXPANDED_VIEW_CSS, LEGEND as EXPANDED_LEGEND
-from .inspector import TEMPLATE_CSS, TEMPLATE_LEGEND
+from .inspector import MESSAGES_CSS, TEMPLATE_CSS, TEMPLATE_LEGEND
 from .options import USER_OPTIONS, ChatOptions
 from .session import SharedChatHandlers, tool_choices, tools_markdown
 from .soft_token_map import CSS as SOFT_TOKEN_MAP_CSS
@@ -72,9 +72,10 @@ CSS = """
                                           overflow: visible !important; }
 #chat-history .bubble-wrap { padding-bottom: 0; }
 #chat-live .bubble-wrap { padding-top: var(--spacing-xxl); }
+/* live-shown, live-turn: the live part shows a message, a turn (CHAT_SCROLL_JS sets them). */
 #chat-live .top-panel, /* its own Clear: the history's clears the whole chat */
 #chat-live .placeholder-content,
-#chatbot:has(#chat-live .message-row) #chat-history .placeholder-content { display: none; }
+#chatbot.live-shown #chat-history .placeholder-content { display: none; }
 /* The idle Stop button is plainly off, not a faded red. */
 #stop:disabled { background: var(--button-secondary-background-fill); color: var(--body-text-color-subdued);
                  border-color: var(--button-secondary-border-color); opacity: 1; }
@@ -84,10 +85,11 @@ CSS = """
 .token-counts table { width: 100%; font-size: 0.9em; }
 /* Only the last message sent can be edited (the handler refuses the others), so only the
    last user bubble keeps the edit control (none when that bubble is media: a media-only last
-   turn). nth-last-child(of) rather than a sibling :has(), which Chromium re-checks on every
-   streamed update of a long chat. Found by its icon, the same in every UI language. */
+   turn). nth-last-child(of) and classes rather than :has() on the chat, which Chromium
+   re-checks at every streamed update, restyling every button of a long chat's history.
+   Found by its icon, the same in every UI language. */
 #chatbot .user-row:not(:nth-last-child(1 of .user-row)) + .message-buttons-right button:has(.feather-edit-2),
-#chatbot:has(#chat-live .user-row) #chat-history button:has(.feather-edit-2) { display: none; }
+#chatbot.live-turn #chat-history button:has(.feather-edit-2) { display: none; }
 #chatbot .reply-stats { font-size: 0.75em; opacity: 0.65; margin-top: 4px; font-variant-numeric: tabular-nums; }
 #template-raw .textfield { font-family: var(--font-mono); white-space: pre-wrap; font-size: 0.85em; }
 #template-expanded textarea, #raw-output textarea { font-family: var(--font-mono); font-size: 0.85em; }
@@ -104,16 +106,17 @@ footer .divider:last-child { display: none; }
   #title h2 { font-size: 1.15em; }
   #model-status { font-size: 0.85em; }
 }
-""" + LAYERS_CSS + SOFT_TOKEN_MAP_CSS + token_probabilities.CSS + EXPANDED_VIEW_CSS + TEMPLATE_CSS + TAIL_PATCHED_CSS
+""" + LAYERS_CSS + SOFT_TOKEN_MAP_CSS + token_probabilities.CSS + EXPANDED_VIEW_CSS + MESSAGES_CSS + TEMPLATE_CSS + TAIL_PATCHED_CSS
 
 # The chat box follows the newest message while its reader is at the bottom, and stays where
 # one who scrolled up left it (the Chatbots inside it do not scroll: ui.CSS). It watches the
 # sizes of the two Chatbots, so a streamed token, a new message or an image that finished
-# loading all count, and it costs no extra layout.
+# loading all count, and it costs no extra layout. When the live part changes it also marks
+# the box with what the CSS needs to know of it (live-shown, live-turn).
 CHAT_SCROLL_JS = """() => {
   const follow = () => {
-    const box = document.querySelector('#chatbot');
-    if (!box) return setTimeout(follow, 200);
+    const box = document.querySelector('#chatbot'), live = document.querySelector('#chat-live');
+    if (!box || !live) return setTimeout(follow, 200);
     // Reaching the bottom, however, pins; only the reader's own scrolling (wheel, touch, keys,
     // the scrollbar) unpins: the browser also scrolls the box when its content is redrawn.
     let pinned = true, readerUntil = 0, dragging = false;
@@ -125,13 +128,20 @@ CHAT_SCROLL_JS = """() => {
       if (box.scrollHeight - box.scrollTop - box.clientHeight < 80) pinned = true;
       else if (dragging || performance.now() < readerUntil) pinned = false;
     }, {passive: true});
-    const grown = new ResizeObserver(() => { if (pinned) box.scrollTop = box.scrollHeight; });
+    const grown = new ResizeObserver(() => {
+      box.classList.toggle('live-shown', live.querySelector('.message-row') !== null);
+      box.classList.toggle('live-turn', live.querySelector('.user-row') !== null);
+      if (pinned) box.scrollTop = box.scrollHeight;
+    });
     box.querySelectorAll(':scope > .block').forEach((part) => grown.observe(part));
   };
   follow();
 }"""
 # What the page gets besides the components (every launch: the app, the tests, the bench).
-PAGE = dict(css=CSS, js=CHAT_SCROLL_JS)
+# No run history: Gradio would keep every call's inputs and outputs (whole conversations,
+# uploads' paths) in the browser's localStorage, where the next person at a shared demo
+# machine finds them, and re-write all of it to storage twice a second while a reply streams.
+PAGE = dict(css=CSS, js=CHAT_SCROLL_JS, run_history=False)
 
 # How the Chatbot renders messages. Gradio's Chatbot re-processes its messages on each
 # streamed update, so what a message costs is paid again and again late in a long chat:
@@ -223,9 +233,10 @@ class InspectorTab:
     counts: gr.HTML
     note: gr.Markdown
     soft_tokens: gr.HTML
-    messages: gr.Code
+    messages: gr.HTML
+    messages_text: gr.Textbox
     template: gr.HTML
-    template_text: gr.Code
+    template_text: gr.Textbox
     show_ids: gr.Checkbox
     expanded: gr.Textbox
     expanded_colour: gr.HTML
@@ -234,13 +245,13 @@ class InspectorTab:
     parsed_output: gr.JSON
     export: gr.Button
     exported: gr.File
-    upload_chat: gr.File
+    upload_chat: gr.UploadButton
 
     @property
     def layers(self) -> list:
         """What `SharedChatHandlers.refresh_inspector` returns, in its order."""
-        return [self.counts, self.messages, self.template, self.template_text, self.expanded, self.note,
-                self.soft_tokens, self.expanded_colour]
+        return [self.counts, self.messages, self.messages_text, self.template, self.template_text, self.expanded,
+                self.note, self.soft_tokens, self.expanded_colour]
 
 
 @dataclass
@@ -313,13 +324,17 @@ def _inspector_tab() -> InspectorTab:
                  elem_id="layer-choice")
         with gr.Row(elem_id="protocol-layers", equal_height=False):
             with gr.Column(elem_id="layer-messages", min_width=0):
-                messages = gr.Code(language="json", elem_id="template-messages",
-                                   label="Layer 1: data passed to apply_chat_template")
+                messages = tail_patched_html("template-messages", "Layer 1: data passed to apply_chat_template",
+                                             body_class="jv-lines")
+                with gr.Accordion("Plain text (copy)", open=False):
+                    messages_text = gr.Textbox(show_label=False, lines=14, max_lines=30, buttons=["copy"],
+                                               interactive=False, elem_id="template-messages-text")
             with gr.Column(elem_id="layer-template", min_width=0):
                 template = tail_patched_html("template-raw", "Layer 2: apply_chat_template(tokenize=False)",
                                              head=TEMPLATE_LEGEND, body_class="tv-tokens")
                 with gr.Accordion("Plain text (copy)", open=False):
-                    template_text = gr.Code(language=None, show_label=False, interactive=False, elem_id="template-text")
+                    template_text = gr.Textbox(show_label=False, lines=14, max_lines=30, buttons=["copy"],
+                                               interactive=False, elem_id="template-text")
             with gr.Column(elem_id="layer-expanded", min_width=0):
                 expanded_colour = tail_patched_html("template-expanded-colour", "Layer 3: processor(...) input_ids",
                                                     head=EXPANDED_LEGEND, body_class="xv-tokens")
@@ -338,8 +353,11 @@ def _inspector_tab() -> InspectorTab:
         with gr.Tab("Save / load"):
             export = gr.Button("⬇ Export conversation and template", size="sm", elem_id="export")
             exported = gr.File(label="Files", file_count="multiple", interactive=False, elem_id="exported")
-            upload_chat = gr.File(label="Load a conversation (JSON)", file_types=[".json"], elem_id="upload-chat")
-    return InspectorTab(counts, note, soft_tokens, messages, template, template_text, show_ids, expanded,
+            # A button, not gr.File: once a file is uploaded, gr.File makes the page wait a frame
+            # each time it reads its value, which Gradio does at every streamed update of a reply.
+            upload_chat = gr.UploadButton("⬆ Load a conversation (JSON)", file_types=[".json"], size="sm",
+                                          elem_id="upload-chat")
+    return InspectorTab(counts, note, soft_tokens, messages, messages_text, template, template_text, show_ids, expanded,
                         expanded_colour, reply_stats, raw_output, parsed_output, export, exported, upload_chat)
 
 

@@ -23,6 +23,8 @@ BUNDLED_MODEL = ROOT / "assets" / "tiny-gemma4"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--disable-quic", "--no-first-run"]
+# "Load a conversation" is a gr.UploadButton: its file input sits just before the button.
+CHAT_FILE_INPUT = "input[type=file]:has(+ #upload-chat)"
 
 
 def free_port() -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import screenshot, start_app
+from conftest import CHAT_FILE_INPUT, screenshot, start_app
 from replay import ReplayEngine
 from test_browser import open_app
 
@@ -43,7 +43,7 @@ def test_a_file_that_is_not_a_conversation_is_refused_and_the_chat_stays(chat_pa
     bad = tmp_path / "not-a-conversation.json"
     bad.write_text('{"format": "something else", "turns": 7}', encoding="utf-8")
     page.get_by_role("tab", name="Save / load").click()
-    page.set_input_files("#upload-chat input[type=file]", str(bad))
+    page.set_input_files(CHAT_FILE_INPUT, str(bad))
     assert "Could not load that conversation" in toast(page, "Could not load").inner_text()
     chat = page.inner_text("#chatbot")
     assert "Remember the blue kite." in chat and "Noted, thank you." in chat, "the chat keeps its messages"

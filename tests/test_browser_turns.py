@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import screenshot, start_app
+from conftest import CHAT_FILE_INPUT, screenshot, start_app
 from replay import ReplayEngine
 from test_browser import open_app
 
@@ -67,7 +67,7 @@ def load_conversation(page, path, conversation) -> None:
 
     path.write_text(transcript.dumps(conversation, ChatOptions()), encoding="utf-8")
     page.get_by_role("tab", name="Save / load").click()
-    page.set_input_files("#upload-chat input[type=file]", str(path))
+    page.set_input_files(CHAT_FILE_INPUT, str(path))
 
 
 def test_stop_a_long_reply_in_the_browser(long_reply_server, page):

@@ -175,7 +175,7 @@ def test_a_picked_message_shows_its_own_media(processor, page):
         server.demo.close()
 
 
-PATCHED_LAYERS = ("#template-raw", "#template-expanded-colour")
+PATCHED_LAYERS = ("#template-messages", "#template-raw", "#template-expanded-colour")
 
 
 def layer_bodies(page) -> list[str]:
@@ -183,7 +183,7 @@ def layer_bodies(page) -> list[str]:
 
 
 def test_layers_patched_while_typing_read_as_a_fresh_render(app_server, page, browser):
-    """Layers 2 and 3 are patched from their first changed piece on (tail_patched_html): after
+    """The three layers are patched from their first changed piece on (tail_patched_html): after
     a draft is typed, changed in the middle, shortened and emptied, each reads exactly as in a
     page that drew the last draft at once."""
     drafts = ["Tell me about <b>Oslo</b>", "Tell me about Bergen & the fjords, please", "Tell", "", "Tell us"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 
@@ -240,6 +241,21 @@ def one_element_each(pieces: list[str]) -> bool:
         return parser.tops == 1 and parser.depth == 0 and not parser.loose_text
 
     return all(single(piece) for piece in pieces)
+
+
+def test_layer_one_is_its_json_one_line_a_piece_coloured_and_escaped(processor, tmp_path):
+    from gemma4_ui.tail_patched_html import SEPARATOR
+
+    media = [make_image(tmp_path / "i.png", (320, 240))]
+    _, _, spec = counts_for(processor, media, text='Look </div><script>alert("x")</script> & 1.5 "quoted"')
+    text = inspector.messages_layer(spec, media)
+    pieces = inspector.messages_html(text).split(SEPARATOR)
+    assert len(pieces) == len(text.splitlines()) and one_element_each(pieces)
+    # the pieces read as the JSON, line for line: text and entities only, no markup of the user's
+    assert "\n".join(html.unescape(re.sub(r"<[^>]*>", "", piece)) for piece in pieces) == text
+    assert "<script>" not in "".join(pieces) and "&lt;/div&gt;&lt;script&gt;" in "".join(pieces)
+    key = next(piece for piece in pieces if "enable_thinking" in piece)
+    assert "<span class='jk'>&quot;enable_thinking&quot;</span>" in key and "<span class='jc'>" in key
 
 
 def test_layers_two_and_three_are_pieces_of_one_element_each(processor, tmp_path):

@@ -135,7 +135,7 @@ def test_no_event_shows_its_progress_on_the_history_or_the_inspector(session):
     from gemma4_ui.ui import build_ui
 
     demo = build_ui(session)
-    large = {"chat-history", "template-messages", "template-raw", "template-text", "template-expanded",
+    large = {"chat-history", "template-messages", "template-messages-text", "template-raw", "template-text", "template-expanded",
              "template-expanded-colour", "token-counts", "soft-token-map", "token-probabilities", "raw-output",
              "parsed-output"}
     ids = {block._id: getattr(block, "elem_id", None) for block in demo.blocks.values()}

@@ -11,7 +11,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from conftest import ARTIFACTS, start_app
+from conftest import ARTIFACTS, CHAT_FILE_INPUT, start_app
 from gemma4_ui import transcript
 from gemma4_ui.options import ChatOptions
 from gemma4_ui.conversation import AssistantTurn, Conversation, ToolRound, UserTurn
@@ -173,7 +173,7 @@ def hostile_transcript() -> str:
 
 def load_transcript(page, path) -> None:
     page.get_by_role("tab", name="Save / load").click()
-    page.set_input_files("#upload-chat input[type=file]", str(path))
+    page.set_input_files(CHAT_FILE_INPUT, str(path))
 
 
 @pytest.mark.timeout(900)  # thousands of elements, each hovered and clicked
@@ -186,8 +186,9 @@ def test_hostile_loaded_conversation_runs_nothing(app_server, page, tmp_path):
     page.wait_for_function("n => document.querySelectorAll('#chatbot [data-testid=\"user\"]').length >= n",
                            arg=len(PAYLOADS), timeout=60_000)
     check_page(page, traps, "xss-loaded-conversation")
-    # Shown as text, not swallowed: each tag payload's text is on the page.
-    text = page.inner_text("#chatbot")
+    # Shown as text, not swallowed: each tag payload's text is in the chat (its text content:
+    # the older messages, scrolled out of the box, are not drawn, so innerText leaves them out).
+    text = page.text_content("#chatbot")
     for p in PAYLOADS:
         if p.startswith("<") and "alert(" in p:
             marker = p[p.index("alert("):p.index(")", p.index("alert(")) + 1]
