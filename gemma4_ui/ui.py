@@ -123,7 +123,8 @@ CHAT_SCROLL_JS = """() => {
     const reader = () => { readerUntil = performance.now() + 500; };
     for (const type of ['wheel', 'touchmove', 'keydown']) box.addEventListener(type, reader, {passive: true});
     box.addEventListener('pointerdown', () => { dragging = true; }, {passive: true});
-    window.addEventListener('pointerup', () => { dragging = false; reader(); }, {passive: true});
+    // (a click elsewhere, on a tab say, is not the reader's scrolling of the chat)
+    window.addEventListener('pointerup', () => { if (dragging) reader(); dragging = false; }, {passive: true});
     box.addEventListener('scroll', () => {
       if (box.scrollHeight - box.scrollTop - box.clientHeight < 80) pinned = true;
       else if (dragging || performance.now() < readerUntil) pinned = false;

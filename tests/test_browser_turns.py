@@ -186,6 +186,9 @@ def test_a_reply_streams_below_a_long_chat_without_touching_it(processor, page, 
         load_conversation(page, tmp_path / "long.json", Conversation(turns))
         page.wait_for_function("() => document.querySelectorAll('#chat-history .message-row').length === 24",
                                timeout=60_000)
+        # the box shows the loaded chat's end (the click on the tab before was not the reader's scrolling)
+        page.wait_for_function("""() => { const box = document.querySelector('#chatbot');
+            return box.scrollHeight - box.scrollTop - box.clientHeight < 80; }""", timeout=10_000)
         page.evaluate("document.querySelector('#chat-history .message-row').dataset.mark = 'first'")
         page.fill("#composer textarea", "One more")
         page.keyboard.press("Enter")
