@@ -106,7 +106,8 @@ footer .divider:last-child { display: none; }
   #title h2 { font-size: 1.15em; }
   #model-status { font-size: 0.85em; }
 }
-""" + LAYERS_CSS + SOFT_TOKEN_MAP_CSS + token_probabilities.CSS + EXPANDED_VIEW_CSS + MESSAGES_CSS + TEMPLATE_CSS + TAIL_PATCHED_CSS
+""" + (LAYERS_CSS + SOFT_TOKEN_MAP_CSS + token_probabilities.CSS + EXPANDED_VIEW_CSS + MESSAGES_CSS + TEMPLATE_CSS
+       + TAIL_PATCHED_CSS)
 
 # The chat box follows the newest message while its reader is at the bottom, and stays where
 # one who scrolled up left it (the Chatbots inside it do not scroll: ui.CSS). It watches the
