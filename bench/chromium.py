@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.conftest import CHAT_FILE_INPUT, CHROMIUM, CHROMIUM_ARGS  # noqa: F401 - CHAT_FILE_INPUT, for the benchmarks
+from tests.conftest import CHROMIUM, CHROMIUM_ARGS
 
 
 @contextmanager

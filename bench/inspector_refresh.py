@@ -15,8 +15,10 @@ import shutil
 import time
 from pathlib import Path
 
+from tests.conftest import CHAT_FILE_INPUT
+
 from . import media_files
-from .chromium import CHAT_FILE_INPUT, app_page, browser
+from .chromium import app_page, browser
 from .context import Context
 from .harness import Figure, Section, Target, interleaved
 

@@ -16,9 +16,11 @@ from __future__ import annotations
 import json
 import time
 
+from tests.conftest import CHAT_FILE_INPUT
+
 from .app_server import CHAT_RENDERING, ONE_CHATBOT, SCRIPTED_TOKENS, UPDATES_PER_SECOND, AppProcess
 from .browser import set_reply_length, task_seconds
-from .chromium import CHAT_FILE_INPUT, app_page, browser
+from .chromium import app_page, browser
 from .context import Context
 from .harness import Figure, Section, Target, interleaved, paired
 from .scripted_reply import long_chat
