@@ -9,6 +9,7 @@ bundled tokenizer ships).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -89,6 +90,8 @@ class ReplyParser:
         self._parser = tokenizer.get_response_parser(self._template, prefix=_shield(prompt))
         tokens = control_tokens if control_tokens is not None else control_tokens_of(tokenizer)
         self._tokens = [t for t in tokens if t]
+        self._longest = max(map(len, self._tokens), default=0)
+        self._prefixes = _proper_prefixes(tuple(self._tokens))
         self._strip_re = re.compile("|".join(map(re.escape, self._tokens))) if self._tokens else None
         self.raw = ""
         self._open: str | None = None
@@ -161,11 +164,10 @@ class ReplyParser:
         return [ThinkingDelta(text) if field == _REASONING else TextDelta(text)]
 
     def _marker_start(self, text: str) -> int:
-        """Where a trailing, not yet complete control token starts in `text` (else its end)."""
-        longest = max((len(t) for t in self._tokens), default=0)
-        for start in range(max(0, len(text) - longest + 1), len(text)):
-            tail = text[start:]
-            if any(len(t) > len(tail) and t.startswith(tail) for t in self._tokens):
+        """Where a trailing, not yet complete control token starts in `text` (else its end).
+        Runs at every streamed token: one set lookup per candidate start."""
+        for start in range(max(0, len(text) - self._longest + 1), len(text)):
+            if text[start:] in self._prefixes:
                 return start
         return len(text)
 
@@ -205,6 +207,14 @@ class ReplyParser:
             )
         self._calls.append(call)
         return call
+
+
+@functools.lru_cache(maxsize=8)
+def _proper_prefixes(tokens: tuple[str, ...]) -> frozenset[str]:
+    """Every proper prefix of a control token: a text ending in one may end in half a marker.
+    Cached: a real checkpoint's tokenizer has hundreds of special tokens, and every round of
+    every reply makes a parser."""
+    return frozenset(t[:i] for t in tokens for i in range(1, len(t)))
 
 
 def _shield(text: str) -> str:

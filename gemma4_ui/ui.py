@@ -20,6 +20,7 @@ from typing import Any
 
 import gradio as gr
 
+from .chat_history import ChatHistory
 from .config import EXAMPLES_DIR, IMAGE_BUDGETS, Settings
 from . import token_probabilities
 from .conversation import Conversation
@@ -286,7 +287,7 @@ def _chat_column() -> ChatColumn:
     # One scrolling box holds both Chatbots (display.py says why there are two); it follows
     # the newest message (CHAT_SCROLL_JS), theirs do not scroll.
     with gr.Column(elem_id="chatbot"):
-        history = gr.Chatbot(
+        history = ChatHistory(
             elem_id="chat-history", show_label=False, editable="user", buttons=["copy"], autoscroll=False,
             placeholder="Ask something, attach an image, audio or video, or pick an example.",
             group_consecutive_messages=False, examples=_chat_examples(), **CHAT_RENDERING,

@@ -142,3 +142,34 @@ def test_no_event_shows_its_progress_on_the_history_or_the_inspector(session):
     for dependency in demo.config["dependencies"]:
         targets = dependency.get("show_progress_on") or dependency["outputs"]
         assert not large & {ids.get(i) for i in targets}, dependency
+
+
+def test_a_streamed_update_that_skips_the_history_does_not_rebuild_its_api_description(session, monkeypatch):
+    """While a reply streams, every update skips the history, and Gradio treats a skip as an
+    update of the component's properties: it rebuilds the component and its config. The
+    history's API description (pydantic generates it from the message model) is made once,
+    and the page still renders the history as Gradio's own Chatbot."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gradio.components.chatbot import ChatbotDataMessages
+    from gradio.state_holder import SessionState
+
+    from gemma4_ui.ui import build_ui
+
+    demo = build_ui(session)
+    history = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "chat-history")
+    assert next(c for c in demo.config["components"] if c["id"] == history._id)["type"] == "chatbot"
+    send = next(fn for fn in demo.fns.values() if fn.name == "respond")
+    assert send.outputs[0] is history
+    state = SessionState(demo)
+    generated = []
+    schema = ChatbotDataMessages.model_json_schema
+    monkeypatch.setattr(ChatbotDataMessages, "model_json_schema",
+                        classmethod(lambda cls, *a, **k: generated.append(cls) or schema(*a, **k)))
+    for text in ("One", "One two", "One two three"):
+        update = (gr.skip(), [{"role": "assistant", "content": text}], Conversation(), None)
+        with ThreadPoolExecutor(1) as thread:  # an event loop of its own, whatever earlier tests left running
+            outputs = thread.submit(asyncio.run, demo.postprocess_data(send, update, state)).result()
+        assert outputs[0] == {"__type__": "update"} and outputs[1][0]["content"][0]["text"] == text
+    assert generated == []
