@@ -48,7 +48,7 @@ def token_probability_cost(ctx: Context) -> Section:
     }
     for side in sides.values():
         side()
-    timings = interleaved(sides, 2 * ctx.runs)
+    timings = interleaved(sides, 3 * ctx.runs)  # a 2 % target under ±15 % noise per run: many pairs
     _same_work(timings)
     ratio = lambda a, b: a / b  # noqa: E731
     per_second = {name: [t.tokens_per_second for t in runs] for name, runs in timings.items()}
