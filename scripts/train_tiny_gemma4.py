@@ -301,10 +301,10 @@ def train(seed: int, out: Path, epochs: int, mix: dict[str, int], threads: int, 
         model.load_state_dict(state["model"])
         if state["optimizer"] is not None:
             optimizer.load_state_dict(state["optimizer"])
+        else:  # a carried checkpoint (--carry): Adam's moments start afresh
+            rewarm_from = state["step"]
         copy_task.rng.setstate(state["copy_rng"])
         first_step, warmup_steps, minutes_before = state["step"], state["warmup_steps"], state["minutes"]
-        if state["optimizer"] is None:  # a carried checkpoint (--carry): Adam's moments start afresh
-            rewarm_from = first_step
         print(f"resumed from {checkpoint} at step {first_step}", flush=True)
     elif init_from is not None:
         # A further stage: the weights of an earlier run (which did the copy warm-up), fresh
@@ -382,9 +382,9 @@ def save_checkpoint(path: Path, model, optimizer, copy_task: CopyTask, step: int
 
 def carry(checkpoint: Path, destination: Path) -> None:
     """The checkpoint without the optimizer's state (a third of its size): small enough to
-    commit, so that a run goes on on another machine (`--resume --checkpoint DESTINATION`,
-    Adam's moments then start afresh with a short warm-up) or a further stage starts from it
-    (`--init-from DESTINATION`)."""
+    commit, so that a run goes on on another machine (copied to `out/`, then `--resume`; Adam's
+    moments start afresh with a short warm-up) or a further stage starts from it
+    (`--init-from DESTINATION`). See checkpoints/README.md."""
     state = torch.load(checkpoint, weights_only=False, map_location="cpu")
     state["optimizer"] = None
     destination.parent.mkdir(parents=True, exist_ok=True)
