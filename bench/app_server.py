@@ -56,17 +56,27 @@ def generate_to_max_length(model) -> None:
     model.generate = fixed_length_generate
 
 
-def tiny_engine(fixed_length: bool = True):
+def prepare_model(model, tokenizer) -> None:
+    """The benchmark's changes to the model, made where it is loaded (the app generates in a
+    process of its own): every reply to max_new_tokens; with BENCH_SCRIPTED_TOKENS, replies
+    held to a script; SIGUSR1 handled there too (the memory benchmark reads both processes)."""
+    generate_to_max_length(model)
+    if os.environ.get(SCRIPTED_TOKENS):  # replies with structure: see scripted_reply.py
+        from .scripted_reply import hold_to_script
+
+        hold_to_script(model, tokenizer, int(os.environ[SCRIPTED_TOKENS]))
+    signal.signal(signal.SIGUSR1, release_free_memory)
+
+
+def tiny_engine(fixed_length: bool = True, separate_process: bool = False):
     """The bundled model through the app's LocalEngine on the CPU, loaded."""
     import torch
 
     from gemma4_ui.engine_local import LocalEngine
 
-    torch.set_num_threads(TORCH_THREADS)
-    engine = LocalEngine("tiny", device="cpu").load()
-    if fixed_length:
-        generate_to_max_length(engine.model)
-    return engine
+    torch.set_num_threads(TORCH_THREADS)  # the generation process takes the same number
+    prepare = "bench.app_server:prepare_model" if fixed_length else None
+    return LocalEngine("tiny", device="cpu", separate_process=separate_process, prepare=prepare).load()
 
 
 def recording_engine(engine, stats_file: Path):
@@ -99,16 +109,13 @@ def release_free_memory(*_signal) -> None:
 
 def serve(port: int, stats_file: Path) -> None:
     from gemma4_ui import session, ui
-    from gemma4_ui.config import Settings
+    from gemma4_ui.config import parse_settings
     from gemma4_ui.session import SharedChatHandlers
     from gemma4_ui.ui import PAGE, build_ui, enable_queue
 
-    settings = Settings(model="tiny", max_new_tokens_cap=8192)
-    local = tiny_engine()
-    if os.environ.get(SCRIPTED_TOKENS):  # replies with structure: see scripted_reply.py
-        from .scripted_reply import hold_to_script
-
-        hold_to_script(local.model, local.processor.tokenizer, int(os.environ[SCRIPTED_TOKENS]))
+    # The app's settings as `python app.py --model tiny` takes them (GEMMA4_* variables too).
+    settings = parse_settings(["--model", "tiny", "--max-new-tokens-cap", "8192"])
+    local = tiny_engine(separate_process=settings.generation_process)
     if os.environ.get(CHAT_RENDERING):  # the Chatbot as another version of the app sets it up
         ui.CHAT_RENDERING = json.loads(os.environ[CHAT_RENDERING])
     if os.environ.get(UPDATES_PER_SECOND):  # read by the pacer at each update
@@ -179,20 +186,30 @@ class AppProcess:
     def pid(self) -> int:
         return self._process.pid
 
-    def cpu_seconds(self) -> float:
-        """CPU time the server has used so far, all threads."""
+    def _processes(self) -> list:
+        """The server and the processes it started (the generation process)."""
         import psutil
 
-        times = psutil.Process(self.pid).cpu_times()
-        return times.user + times.system
+        server = psutil.Process(self.pid)
+        return [server, *server.children(recursive=True)]
+
+    def cpu_seconds(self) -> tuple[float, float]:
+        """CPU time used so far, all threads: (the server with its generation process, the
+        process that runs the model). With generation in the server's process, both are its."""
+        processes = self._processes()
+        seconds = [sum(process.cpu_times()[:2]) for process in processes]
+        generating = [used for process, used in zip(processes[1:], seconds[1:])
+                      if "spawn_main" in " ".join(process.cmdline())]  # not the resource tracker
+        return sum(seconds), generating[0] if generating else seconds[0]
 
     def resident_bytes(self) -> int:
-        """Resident memory once garbage is collected and freed memory handed back."""
-        import psutil
-
-        os.kill(self.pid, signal.SIGUSR1)
+        """Resident memory of the server and its generation process, once garbage is
+        collected and freed memory handed back."""
+        processes = self._processes()
+        for process in processes:
+            process.send_signal(signal.SIGUSR1)
         time.sleep(1.0)  # the handler runs between bytecodes of the main thread
-        return psutil.Process(self.pid).memory_info().rss
+        return sum(process.memory_info().rss for process in processes)
 
     def recorded_rounds(self) -> list[dict]:
         """Every generation round's stats so far, oldest first."""

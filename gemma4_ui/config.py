@@ -78,6 +78,9 @@ class Settings:
     max_tool_rounds: int = 5
     gpu_concurrency: int = 1
     request_timeout: float = 120.0
+    # Generate in a child process that holds the model (local backend): the model's loop then
+    # never waits for the server's Python work (not on ZeroGPU, whose `spaces` forks its own).
+    generation_process: bool = False
     limits: MediaLimits = field(default_factory=MediaLimits)
 
 
@@ -164,6 +167,14 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
     thinking.add_argument("--thinking", dest="thinking", action="store_true", default=_env_bool(parser, "GEMMA4_THINKING", False),
                           help="thinking on by default [GEMMA4_THINKING]")
     thinking.add_argument("--no-thinking", dest="thinking", action="store_false")
+    process = parser.add_mutually_exclusive_group()
+    process.add_argument("--generation-process", dest="generation_process", action="store_true",
+                         default=_env_bool(parser, "GEMMA4_GENERATION_PROCESS", defaults.generation_process),
+                         help="local backend: generate in a child process that holds the model, so that the "
+                         "web server's work never slows the model down (not on ZeroGPU, which runs each "
+                         "generation in a process of its own) [GEMMA4_GENERATION_PROCESS]")
+    process.add_argument("--no-generation-process", dest="generation_process", action="store_false",
+                         help="generate in a thread of the server's process")
     args = parser.parse_args(argv)
 
     _check_ranges(parser, args)
@@ -184,4 +195,6 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
     if settings.image_budget not in IMAGE_BUDGETS:
         parser.error(f"--image-budget must be one of {', '.join(map(str, IMAGE_BUDGETS))}")
     settings.max_new_tokens = min(settings.max_new_tokens, settings.max_new_tokens_cap)
+    if _env("SPACES_ZERO_GPU"):  # `spaces` runs each generation in a forked process already
+        settings.generation_process = False
     return settings

@@ -1,4 +1,5 @@
-"""The local engine: transformers `generate` on a worker thread, streamed token by token.
+"""The local engine: transformers `generate` on a worker thread, streamed token by token, in
+the server's process or in a generation process of its own (generation_process.py).
 
 Inputs are prepared on the CPU; only `_generate_on_device` touches the accelerator. On a
 ZeroGPU Space it is wrapped with `@spaces.GPU` (a no-op elsewhere), so it must take
@@ -27,6 +28,7 @@ from .config import ASSISTANT_AUTO, ASSISTANT_OFF
 from .drafting import CountingDrafter, DraftCounts, load_drafter, resolve_drafter
 from .engine import Engine, GenerationRequest
 from .events import Done, EngineError, ReplyStats
+from .generation_process import GenerationProcess, import_path, worker_spec
 from .gpu import gpu_duration, on_gpu
 from .loading import ResolvedModel, load_model, load_processor, resolve_model
 from .parsing import ReplyParser
@@ -184,58 +186,110 @@ def _generate_on_device(model_key: str, inputs, generation: dict, record_probabi
         yield probabilities.result()
 
 
+def load_weights(resolved: ResolvedModel, device: str, dtype: str, assistant: str, tokenizer=None):
+    """Load the model (and its MTP drafter) where generation will run, and register them for
+    `_generate_on_device`: (key, model, tokenizer). Fills in the status: device, dtype,
+    context length, the drafter's name."""
+    model = load_model(resolved, device, dtype)
+    drafter = None
+    if drafter_source := resolve_drafter(assistant, resolved.status):
+        drafter = load_drafter(drafter_source, model, explicit=assistant != ASSISTANT_AUTO)
+        if drafter is not None:
+            resolved.status.assistant = drafter_source.status.name
+    tokenizer = tokenizer if tokenizer is not None else load_processor(resolved).tokenizer
+    return register(resolved, model, tokenizer, drafter), model, tokenizer
+
+
+def register(resolved: ResolvedModel, model, tokenizer, drafter=None) -> str:
+    # One entry per engine: two engines may serve the same checkpoint (with and without a drafter).
+    key = f"{resolved.path}@{resolved.status.device}#{next(_ENGINE_NUMBERS)}"
+    _MODELS[key] = (model, tokenizer, CountingDrafter(drafter) if drafter is not None else None)
+    return key
+
+
+def stop_token_ids(model) -> list[int]:
+    return _as_list(model.generation_config.eos_token_id)
+
+
 class LocalEngine(Engine):
+    """transformers' own model, loaded here. With `separate_process` generation runs in a
+    child process that holds the model (generation_process.py: the model's loop then never
+    waits for the server's Python work); `prepare` is "module:function", called with
+    (model, tokenizer) where the model is loaded (benchmarks change generate from outside)."""
+
     def __init__(self, model: str | None, device: str = "auto", dtype: str = "auto",
-                 assistant: str = ASSISTANT_OFF):
+                 assistant: str = ASSISTANT_OFF, separate_process: bool = False, prepare: str | None = None):
         self.resolved: ResolvedModel = resolve_model(model)
         self.status = self.resolved.status
         self._device, self._dtype = device, dtype
         self._assistant = assistant
+        self._separate_process, self._prepare = separate_process, prepare
+        self._process: GenerationProcess | None = None
         self.processor = None
         self._key = ""
 
     @classmethod
     def from_settings(cls, settings) -> "LocalEngine":
-        return cls(settings.model, settings.device, settings.dtype, settings.assistant)
+        return cls(settings.model, settings.device, settings.dtype, settings.assistant,
+                   separate_process=settings.generation_process)
 
     def load(self) -> "LocalEngine":
         processor = load_processor(self.resolved)
-        model = load_model(self.resolved, self._device, self._dtype)
-        drafter = None
-        if resolved := resolve_drafter(self._assistant, self.status):
-            drafter = load_drafter(resolved, model, explicit=self._assistant != ASSISTANT_AUTO)
-            if drafter is not None:
-                self.status.assistant = resolved.status.name
-        return self.adopt(model, processor, drafter)
+        if self._separate_process:
+            self._process = GenerationProcess(worker_spec(self.resolved, self._device, self._dtype, self._assistant,
+                                                          self._prepare))
+            info = self._process.start()
+            self.resolved.status = self.status = info.status
+            return self._ready(processor, info.config, info.eos_token_ids)
+        self._key, model, _ = load_weights(self.resolved, self._device, self._dtype, self._assistant,
+                                           processor.tokenizer)
+        if self._prepare:
+            import_path(self._prepare)(model, processor.tokenizer)
+        return self._ready(processor, model.config, stop_token_ids(model))
 
     def adopt(self, model, processor, drafter=None) -> "LocalEngine":
-        """Serve `model` with `processor` (and an MTP `drafter`). `load` reads them from disk;
-        benchmarks hand over models built in memory (bench/gpu_bench.py: random weights in the
-        real E2B shape)."""
+        """Serve `model` with `processor` (and an MTP `drafter`), in this process. `load` reads
+        them from disk; benchmarks hand over models built in memory (bench/gpu_bench.py:
+        random weights in the real E2B shape)."""
+        self._key = register(self.resolved, model, processor.tokenizer, drafter)
+        return self._ready(processor, model.config, stop_token_ids(model))
+
+    def _ready(self, processor, config, stop_ids: list[int]) -> "LocalEngine":
         self.processor = processor
-        self.modalities = family.modalities(model.config)
-        # One entry per engine: two engines may serve the same checkpoint (with and without a drafter).
-        self._key = f"{self.resolved.path}@{self.status.device}#{next(_ENGINE_NUMBERS)}"
-        _MODELS[self._key] = (model, self.processor.tokenizer, CountingDrafter(drafter) if drafter is not None else None)
-        tokenizer = self.processor.tokenizer
-        self._stop_ids = _as_list(model.generation_config.eos_token_id)
+        self.modalities = family.modalities(config)
+        self._stop_ids = stop_ids
         # <|tool_response>: the model hands over to a tool.
-        self._tool_stop = getattr(tokenizer, "str_token_id", None)
+        self._tool_stop = getattr(processor.tokenizer, "str_token_id", None)
         log.info("ready: %s", self.status.describe())
         return self
 
+    def close(self) -> None:
+        """End the generation process, if one runs."""
+        if self._process is not None:
+            self._process.stop()
+
+    @property
+    def generation_pid(self) -> int | None:
+        """The process generation runs in (this one's when not separate)."""
+        import os
+
+        return self._process.pid if self._process is not None else os.getpid()
+
     @property
     def loaded(self) -> bool:
-        return bool(self._key)
+        return bool(self._key) or self._process is not None
 
     @property
     def model(self):
+        """The model, when it runs in this process."""
+        if self._process is not None:
+            raise AttributeError("the model runs in the generation process (separate_process=True)")
         return _MODELS[self._key][0]
 
     @property
     def drafter(self):
         """The MTP drafter passed to generate, or None."""
-        counting = _MODELS[self._key][2]
+        counting = _MODELS[self._key][2] if self._key else None
         return counting.model if counting is not None else None
 
     def stream(self, request: GenerationRequest, cancel: threading.Event) -> Iterator:
@@ -256,7 +310,10 @@ class LocalEngine(Engine):
         last_token = None
         generated: list[int] = []
         recorded = None
-        batches = _generate_on_device(self._key, inputs, _sampling(request), request.token_probabilities)
+        if self._process is not None:
+            batches = self._process.generate(inputs, _sampling(request), request.token_probabilities)
+        else:
+            batches = _generate_on_device(self._key, inputs, _sampling(request), request.token_probabilities)
         try:
             for batch in batches:
                 if cancel.is_set():

@@ -47,6 +47,16 @@ def tiny_engine():
     return LocalEngine("tiny", device="cpu").load()
 
 
+@pytest.fixture(scope="session")
+def tiny_process_engine():
+    """The bundled model in a generation process of its own, as the app runs it."""
+    from gemma4_ui.engine_local import LocalEngine
+
+    engine = LocalEngine("tiny", device="cpu", separate_process=True).load()
+    yield engine
+    engine.close()
+
+
 # -- a real `transformers serve`, for the remote engine -------------------------------------------
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,6 @@
 """The contract every engine keeps (engine.py), run on each: the replay engine of the tool-loop
-tests, the local engine on the bundled model, and the OpenAI-compatible engine against a real
+tests, the local engine on the bundled model (in this process and in a generation process
+of its own), and the OpenAI-compatible engine against a real
 `transformers serve`. A stream ends with exactly one Done or EngineError; Stop ends it with
 stop reason "cancelled"; the stats are filled."""
 
@@ -15,7 +16,7 @@ from gemma4_ui.events import Done, EngineError, TextDelta, ThinkingDelta
 from gemma4_ui.prompt import PromptSpec
 from replay import ReplayEngine
 
-CONTRACT_ENGINES = ["replay", "local", "openai"]
+CONTRACT_ENGINES = ["replay", "local", "local, generation process", "openai"]
 LONG_REPLY = "Once upon a time, a lighthouse keeper counted the ships that passed. " * 4 + "<turn|>"
 
 
@@ -25,6 +26,8 @@ def engine(request, processor) -> Engine:
         return ReplayEngine(processor, [LONG_REPLY] * 2).load()
     if request.param == "local":
         return request.getfixturevalue("tiny_engine")
+    if request.param == "local, generation process":
+        return request.getfixturevalue("tiny_process_engine")
     port = request.getfixturevalue("server_port")
     settings = Settings(backend="openai", base_url=f"http://127.0.0.1:{port}/v1", model=str(BUNDLED_MODEL))
     return build_engine(settings).load()
