@@ -79,6 +79,11 @@ def _picklable(err: BaseException) -> BaseException:
         return GenerationProcessError(f"{type(err).__name__}: {err}")
 
 
+def _ended(process) -> GenerationProcessError:
+    return GenerationProcessError(f"The generation process ended (exit code {process.exitcode}); "
+                                  "the next message starts a new one.")
+
+
 # -- the child ---------------------------------------------------------------------------------
 
 
@@ -152,10 +157,9 @@ class GenerationProcess:
         self._spec = spec
         self._lock = threading.Lock()  # starts and restarts
         self._process = None
-        self._requests = self._replies = None
+        self._requests = None
         self._streams: dict[int, queue.Queue] = {}
         self._ids = itertools.count()
-        self.info: WorkerInfo | None = None
 
     def start(self) -> WorkerInfo:
         """Start the child and wait until its model is loaded. Raises ModelLoadError."""
@@ -179,7 +183,7 @@ class GenerationProcess:
         if kind == "load_error":
             process.join()
             raise ModelLoadError(payload)
-        self._process, self._requests, self._replies, self.info = process, requests, replies, payload
+        self._process, self._requests = process, requests
         threading.Thread(target=self._read, args=(process, replies), name="generation-replies", daemon=True).start()
         log.info("generating in process %d", process.pid)
         return payload
@@ -205,15 +209,15 @@ class GenerationProcess:
             if self._process is not process:  # stopped on purpose (stop())
                 return
             self._process = None  # the next request starts a new one
-        died = GenerationProcessError(f"The generation process ended (exit code {process.exitcode}); "
-                                      "the next message starts a new one.")
+        died = _ended(process)
         log.error("%s", died)
         for stream in list(self._streams.values()):
             stream.put(("error", died))
 
     def _running(self):
         with self._lock:
-            if self._process is None:
+            # None: the reader saw the child die; not alive: it died and the reader has not looked yet.
+            if self._process is None or not self._process.is_alive():
                 log.warning("starting a new generation process")
                 self.start()
             return self._process, self._requests
@@ -234,8 +238,7 @@ class GenerationProcess:
                 except queue.Empty:
                     if process.is_alive():
                         continue
-                    kind, payload = "error", GenerationProcessError(
-                        f"The generation process ended (exit code {process.exitcode}).")
+                    kind, payload = "error", _ended(process)  # before the reader saw it
                 if kind == "batch":
                     yield payload
                     continue
