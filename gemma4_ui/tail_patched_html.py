@@ -6,8 +6,9 @@ the thousands of spans of a long chat's tokens that walk alone blocks the page f
 however little changed. Here the value is the view's pieces (each exactly one HTML element)
 joined by SEPARATOR; the component's template holds only the frame, so Gradio's own walk has
 nothing to do, and a small script keeps the pieces the page shows that equal the new ones
-from the start, removes the rest and appends the new rest. The pieces are made in Python from
-escaped text and numbers only (see the callers); the script adds no markup of its own.
+from the start, removes the rest and appends the new rest, a few milliseconds at a time.
+The pieces are made in Python from escaped text and numbers only (see the callers); the
+script adds no markup of its own.
 """
 
 from __future__ import annotations
@@ -23,16 +24,37 @@ SEPARATOR = "<!---->"
 _PATCH_JS = """
 const body = element.querySelector('.tph-body');
 const frame = element.querySelector('.tph-frame');
-let shown = [];
+let shown = [], target = [], patching = false;
+// The patch goes in slices of a few milliseconds, each its own task, so that a big change
+// (a long reply's tokens, the colour cut moving on) never blocks the page: a reply streaming
+// in the chat beside it keeps its frames. A new value met mid-patch is patched towards from
+// where the page is.
+const SLICE_MS = 6, BATCH = 100;
+const range = document.createRange();  // one: the browser updates every live range at each DOM change
+const slice = () => {
+  const until = performance.now() + SLICE_MS;
+  let same = 0;
+  while (same < shown.length && same < target.length && shown[same] === target[same]) same++;
+  while (shown.length > same && performance.now() < until) {
+    range.setStartBefore(body.childNodes[Math.max(same, shown.length - BATCH)]);
+    range.setEndAfter(body.lastChild);
+    range.deleteContents();
+    shown.length = Math.max(same, shown.length - BATCH);
+  }
+  while (shown.length === same && same < target.length && performance.now() < until) {
+    const next = target.slice(same, same + BATCH);
+    body.insertAdjacentHTML('beforeend', next.join(''));
+    shown.push(...next);
+    same = shown.length;
+  }
+  patching = shown.length !== target.length || same !== target.length;
+  if (patching) setTimeout(slice, 0);
+};
 const patch = () => {
   const value = props.value || '';
   frame.hidden = !value;
-  const pieces = value ? value.split(%(separator)r) : [];
-  let same = 0;
-  while (same < shown.length && same < pieces.length && shown[same] === pieces[same]) same++;
-  while (body.childNodes.length > same) body.lastChild.remove();
-  if (same < pieces.length) body.insertAdjacentHTML('beforeend', pieces.slice(same).join(''));
-  shown = pieces;
+  target = value ? value.split(%(separator)r) : [];
+  if (!patching) { patching = true; slice(); }
 };
 patch();
 watch('value', patch);

@@ -110,6 +110,44 @@ footer .divider:last-child { display: none; }
 """ + (LAYERS_CSS + SOFT_TOKEN_MAP_CSS + token_probabilities.CSS + EXPANDED_VIEW_CSS + MESSAGES_CSS + TEMPLATE_CSS
        + TAIL_PATCHED_CSS)
 
+# The code highlighter's theme in Gradio's markdown styles (Prism's) has the rule
+# `.md code[class*="language-"] ::selection`: an attribute selector with a descendant after it.
+# For that rule Chromium restyles every element below any element whose class changes, and
+# Gradio and the chat box change classes on the chat's ancestors at every turn: ~80 ms for
+# each change in a 40-message chat (7,000 elements). Narrowed to the highlighter's own spans
+# (`.token`; the code element's own text keeps its `code[...]::selection` rule), the
+# selection looks the same and a class change restyles only what it concerns. The styles
+# arrive with the components that use them, so stylesheets added later are narrowed too.
+NARROW_SELECTION_RULES_JS = """
+  const narrow = (rules) => {
+    for (const rule of rules) {
+      if (rule.cssRules && !rule.selectorText) narrow(rule.cssRules);  // @media, @layer...
+      else if (rule.selectorText && rule.selectorText.includes('] ::selection'))
+        rule.selectorText = rule.selectorText.split(/,\\s*/).filter((s) => !/\\]\\s+::selection$/.test(s)).join(', ');
+    }
+  };
+  const narrowSheet = (sheet) => { try { narrow(sheet.cssRules); } catch (e) { /* not loaded, another origin's */ } };
+  const watch = (node) => {
+    if (node.tagName !== 'STYLE' && node.tagName !== 'LINK') return;
+    if (node.sheet) narrowSheet(node.sheet);
+    if (node.tagName === 'LINK') node.addEventListener('load', () => narrowSheet(node.sheet));
+  };
+  document.querySelectorAll('style, link[rel="stylesheet"]').forEach(watch);
+  new MutationObserver((changes) => changes.forEach((change) => change.addedNodes.forEach(watch)))
+    .observe(document.head, {childList: true});"""
+
+# Each message of Gradio's Chatbot re-runs its attribute effect whenever the number of
+# messages changes (it marks the latest), and that effect ends with `element.dir = element.dir`.
+# Chromium treats every write of `dir`, even of the value it has, as a change of direction
+# and restyles the element's whole subtree: when a turn settles into a 40-message history,
+# all 4,000 elements of the chat (~55 ms). A write of the value already there changes
+# nothing, so it is skipped; any real change of direction goes through.
+SKIP_UNCHANGED_DIR_JS = """
+  const dir = Object.getOwnPropertyDescriptor(HTMLElement.prototype, 'dir');
+  Object.defineProperty(HTMLElement.prototype, 'dir', {...dir, set(value) {
+    if (this.getAttribute('dir') !== String(value)) dir.set.call(this, value);
+  }});"""
+
 # The chat box follows the newest message while its reader is at the bottom, and stays where
 # one who scrolled up left it (the Chatbots inside it do not scroll: ui.CSS). It watches the
 # sizes of the two Chatbots, so a streamed token, a new message or an image that finished
@@ -139,7 +177,8 @@ CHAT_SCROLL_JS = """() => {
     box.querySelectorAll(':scope > .block').forEach((part) => grown.observe(part));
   };
   follow();
-}"""
+%s%s
+}""" % (NARROW_SELECTION_RULES_JS, SKIP_UNCHANGED_DIR_JS)
 # What the page gets besides the components (every launch: the app, the tests, the bench).
 # No run history: Gradio would keep every call's inputs and outputs (whole conversations,
 # uploads' paths) in the browser's localStorage, where the next person at a shared demo

@@ -1,0 +1,75 @@
+"""What keeps a long chat cheap to update in Chromium (ui.NARROW_SELECTION_RULES_JS and
+ui.SKIP_UNCHANGED_DIR_JS say why): no style rule that makes a class change on the chat's
+ancestors restyle all of it, and no restyle of every message for a `dir` written unchanged.
+Checked for what they do, in a chat with code blocks; what they save is measured in `bench`
+(long chat)."""
+
+from __future__ import annotations
+
+import sys
+
+from conftest import CHAT_FILE_INPUT, ROOT, screenshot
+from test_browser import open_app
+
+sys.path.insert(0, str(ROOT))
+from bench.scripted_reply import long_chat  # noqa: E402  (a chat about code, as the bench loads it)
+
+# Rules whose selector has a descendant combinator after an attribute selector and ends in a
+# bare pseudo-element, the shape that made Chromium restyle whole subtrees.
+WIDE_RULES = """() => { const found = [];
+  const walk = (rules) => { for (const rule of rules) {
+    if (rule.cssRules && !rule.selectorText) walk(rule.cssRules);
+    else if (rule.selectorText && /\\]\\s+::selection/.test(rule.selectorText)) found.push(rule.selectorText); } };
+  for (const sheet of document.styleSheets) { try { walk(sheet.cssRules); } catch (e) {} }
+  return found; }"""
+SELECTION_RULES = """() => { const found = [];
+  const walk = (rules) => { for (const rule of rules) {
+    if (rule.cssRules && !rule.selectorText) walk(rule.cssRules);
+    else if (rule.selectorText && rule.selectorText.includes('language-') && rule.selectorText.includes('::selection'))
+      found.push(rule.selectorText); } };
+  for (const sheet of document.styleSheets) { try { walk(sheet.cssRules); } catch (e) {} }
+  return found; }"""
+# Attribute changes of the chat's message elements while `dir` is written: unchanged, then
+# to another direction.
+DIR_WRITES = """async () => {
+  const message = document.querySelector('#chat-history [dir]');
+  const seen = [];
+  const observer = new MutationObserver((records) => records.forEach((r) => seen.push(r.attributeName)));
+  observer.observe(message, {attributes: true});
+  message.dir = message.dir;
+  await new Promise((done) => setTimeout(done, 0));
+  const unchanged = seen.length;
+  const before = message.dir;
+  message.dir = 'rtl';
+  await new Promise((done) => setTimeout(done, 0));
+  const after = message.dir;
+  message.dir = before;
+  observer.disconnect();
+  return {unchanged, changed: seen.length - unchanged, before, after};
+}"""
+
+
+def test_a_long_chat_with_code_has_no_style_rule_that_restyles_it_all(app_server, page, tmp_path):
+    saved = tmp_path / "chat.json"
+    saved.write_text(long_chat(12), encoding="utf-8")
+    open_app(page, app_server.url)
+    page.get_by_role("tab", name="Save / load").click()
+    page.set_input_files(CHAT_FILE_INPUT, str(saved))
+    page.wait_for_function("() => document.querySelectorAll('#chat-history .message-row').length >= 12",
+                           timeout=60_000)
+    page.wait_for_selector("#chat-history pre code[class*='language-'] .token", timeout=30_000)
+
+    assert page.evaluate(WIDE_RULES) == [], "the highlighter's descendant ::selection rule is narrowed"
+    narrowed = page.evaluate(SELECTION_RULES)
+    assert narrowed and all("code" in s or "pre" in s for s in narrowed), \
+        "the code's own selection colour stays (its spans inherit it)"
+    writes = page.evaluate(DIR_WRITES)
+    assert writes == {"unchanged": 0, "changed": 1, "before": "ltr", "after": "rtl"}, \
+        "a dir written unchanged changes nothing; a new direction goes through"
+    # The inspector's layers, patched a slice at a time, end up holding the whole chat.
+    page.wait_for_function("() => document.querySelector('#template-messages').innerText.includes('Question 6')",
+                           timeout=60_000)
+    page.get_by_role("radio", name="Expanded").check()
+    page.wait_for_function("""() => document.querySelector('#template-expanded-colour .tph-body')
+                                  .innerText.includes('step 6')""", timeout=60_000)
+    screenshot(page, "long-chat-with-code")
