@@ -114,10 +114,10 @@ footer .divider:last-child { display: none; }
 # `.md code[class*="language-"] ::selection`: an attribute selector with a descendant after it.
 # For that rule Chromium restyles every element below any element whose class changes, and
 # Gradio and the chat box change classes on the chat's ancestors at every turn: ~80 ms for
-# each change in a 40-message chat (7,000 elements). Narrowed to the highlighter's own spans
-# (`.token`; the code element's own text keeps its `code[...]::selection` rule), the
-# selection looks the same and a class change restyles only what it concerns. The styles
-# arrive with the components that use them, so stylesheets added later are narrowed too.
+# each change in a 40-message chat (7,000 elements). Its descendant half is dropped; the
+# half on the code element stays, and Chromium's ::selection styles are inherited (highlight
+# inheritance), so the code's spans are selected in the same colours. The styles arrive with
+# the components that use them, so stylesheets added later are narrowed too.
 NARROW_SELECTION_RULES_JS = """
   const narrow = (rules) => {
     for (const rule of rules) {
@@ -153,7 +153,7 @@ SKIP_UNCHANGED_DIR_JS = """
 # sizes of the two Chatbots, so a streamed token, a new message or an image that finished
 # loading all count, and it costs no extra layout. When the live part changes it also marks
 # the box with what the CSS needs to know of it (live-shown, live-turn).
-CHAT_SCROLL_JS = """() => {
+CHAT_SCROLL_JS = """
   const follow = () => {
     const box = document.querySelector('#chatbot'), live = document.querySelector('#chat-live');
     if (!box || !live) return setTimeout(follow, 200);
@@ -176,14 +176,14 @@ CHAT_SCROLL_JS = """() => {
     });
     box.querySelectorAll(':scope > .block').forEach((part) => grown.observe(part));
   };
-  follow();
-%s%s
-}""" % (NARROW_SELECTION_RULES_JS, SKIP_UNCHANGED_DIR_JS)
+  follow();"""
+# The page's own script: Gradio runs it once, when the page has loaded.
+PAGE_JS = "() => {%s\n}" % (CHAT_SCROLL_JS + NARROW_SELECTION_RULES_JS + SKIP_UNCHANGED_DIR_JS)
 # What the page gets besides the components (every launch: the app, the tests, the bench).
 # No run history: Gradio would keep every call's inputs and outputs (whole conversations,
 # uploads' paths) in the browser's localStorage, where the next person at a shared demo
 # machine finds them, and re-write all of it to storage twice a second while a reply streams.
-PAGE = dict(css=CSS, js=CHAT_SCROLL_JS, run_history=False)
+PAGE = dict(css=CSS, js=PAGE_JS, run_history=False)
 
 # How the Chatbot renders messages. Gradio's Chatbot re-processes its messages on each
 # streamed update, so what a message costs is paid again and again late in a long chat:

@@ -61,8 +61,11 @@ def test_a_long_chat_with_code_has_no_style_rule_that_restyles_it_all(app_server
 
     assert page.evaluate(WIDE_RULES) == [], "the highlighter's descendant ::selection rule is narrowed"
     narrowed = page.evaluate(SELECTION_RULES)
-    assert narrowed and all("code" in s or "pre" in s for s in narrowed), \
-        "the code's own selection colour stays (its spans inherit it)"
+    assert narrowed and all("code" in s or "pre" in s for s in narrowed), "the code's own selection rule stays"
+    code, token = page.evaluate("""() => { const token = document.querySelector('#chat-history code .token');
+        const code = token.closest('code');
+        return [code, token].map((e) => getComputedStyle(e, '::selection').backgroundColor); }""")
+    assert token == code and code not in ("", "rgba(0, 0, 0, 0)"), "the code's spans are selected in its colours"
     writes = page.evaluate(DIR_WRITES)
     assert writes == {"unchanged": 0, "changed": 1, "before": "ltr", "after": "rtl"}, \
         "a dir written unchanged changes nothing; a new direction goes through"
