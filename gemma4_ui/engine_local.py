@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
+import os
 import queue
 import threading
 import time
@@ -271,8 +272,6 @@ class LocalEngine(Engine):
     @property
     def generation_pid(self) -> int | None:
         """The process generation runs in (this one's when not separate)."""
-        import os
-
         return self._process.pid if self._process is not None else os.getpid()
 
     @property

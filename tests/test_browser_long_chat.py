@@ -6,13 +6,9 @@ Checked for what they do, in a chat with code blocks; what they save is measured
 
 from __future__ import annotations
 
-import sys
-
-from conftest import CHAT_FILE_INPUT, ROOT, screenshot
+from bench.scripted_reply import long_chat  # a chat about code, as the bench loads it
+from conftest import CHAT_FILE_INPUT, screenshot
 from test_browser import open_app
-
-sys.path.insert(0, str(ROOT))
-from bench.scripted_reply import long_chat  # noqa: E402  (a chat about code, as the bench loads it)
 
 # Rules whose selector has a descendant combinator after an attribute selector and ends in a
 # bare pseudo-element, the shape that made Chromium restyle whole subtrees.
