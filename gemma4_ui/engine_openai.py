@@ -144,6 +144,11 @@ def _tool_round_messages(message: dict, position: int) -> list[dict]:
             "function": {"name": function["name"], "arguments": json.dumps(function["arguments"], ensure_ascii=False)},
         })
     out: list[dict] = [{"role": "assistant", "tool_calls": calls}]
+    if message.get("reasoning"):
+        # Only the exchange in progress carries its thought (`to_gemma_messages`); Gemma 4's
+        # template renders `reasoning_content` there as the local prompt has it. Without it
+        # the prompt after a tool's response lacks the thought that led to the call.
+        out[0]["reasoning_content"] = message["reasoning"]
     # Responses are recorded in call order, so the n-th response answers the n-th call.
     for call, response in zip(calls, message.get("tool_responses", [])):
         out.append({"role": "tool", "tool_call_id": call["id"], "content": tool_message_content(response["response"])})
@@ -154,8 +159,9 @@ def _tool_round_messages(message: dict, position: int) -> list[dict]:
 
 def to_openai_messages(messages: list[dict], media: Sequence[MediaItem] = ()) -> list[dict]:
     """Gemma 4 message dicts (see `conversation.to_gemma_messages`) → OpenAI chat messages.
-    Thoughts (`reasoning`) are not sent: OpenAI's schema has no such field and servers differ
-    on it. (Locally, the thoughts of the tool exchange in progress do reach the prompt.)"""
+    Earlier turns' thoughts are not sent (the template drops them); the tool exchange in
+    progress sends its thoughts as `reasoning_content`, the field Gemma 4's template renders
+    (a server that drops it, as transformers serve 5.23 does, renders the round without it)."""
     media = list(media)
     out: list[dict] = []
     for position, message in enumerate(messages):

@@ -21,11 +21,10 @@ on city names, expressions and time zones that never occur in the training data,
 example media, and reports exact argument copies, answers that quote the tool's result,
 thoughts exactly when asked for, media acknowledged, and replies that end cleanly.
 
-Status (4 layers, 4.1 M parameters, 7.8 MB): four stages, 434.8 min on 2 cores (the
-commands: checkpoints/README.md). Held out after stage 4 (greedy): weather calls 51/61 exact
-(answers quote the result 48/51), calculator expressions 17/20, time zones 19/20, thoughts
-exactly when asked 109/109, media 6/8, clean endings 99/109. The bundle keeps random weights
-until every behaviour reaches the issue's bar; the run in progress is in checkpoints/.
+Status (4 layers, 4.1 M parameters, 7.8 MB): the bundle is stage 10 of ten, 535.4 min on the
+run's counter on 2 cores (the commands: checkpoints/README.md). Held out (greedy): weather
+calls 94/101 exact (answers quote the result 93/94), calculator expressions 19/20 (17/19),
+time zones 19/20 (16/19), thoughts exactly when asked 148/149, media 6/8, clean endings 141/149.
 """
 
 from __future__ import annotations
@@ -64,6 +63,7 @@ COPY_LEARNING_RATE = 3e-3  # copying appears suddenly after ~350 steps, and only
 COPY_BATCH = 24  # rows per copy batch, one per step in the warm-up and in the main loop
 COPY_SPAN_TOKENS = (3, 20)
 COPY_MAX_GAP = 24
+COPY_ANY_TOKEN_SHARE = 0.3  # copy spans of random vocabulary pieces (see CopyTask.span)
 CHECKPOINT_EVERY = 50  # main-loop steps between checkpoints (the warm-up saves when it ends)
 POST_NORM_SCALE = 0.3  # initial scale of the norms on each block's output (see initialise_for_copying)
 COPY_WEIGHT = 0.5  # the copy loss's weight next to the conversations' in the main loop
@@ -189,6 +189,12 @@ class CopyTask:
         self.vocab = range(len(tokenizer.added_tokens_decoder), len(tokenizer))  # specials come first
 
     def span(self) -> list[int]:
+        """Mostly argument-like text; otherwise random pieces of the whole vocabulary, so that
+        every piece is copied in training, also one that the conversations never show: a
+        held-out name can be a single piece ("Lima", "Oslo"), and a model that never wrote
+        that piece garbles it."""
+        if self.rng.random() < COPY_ANY_TOKEN_SHARE:
+            return [self.rng.randrange(self.vocab.start, self.vocab.stop) for _ in range(self.rng.randint(1, 8))]
         while True:
             ids = self.tokenizer.encode(synthetic_data.copy_payload(self.rng), add_special_tokens=False)
             if len(ids) >= COPY_SPAN_TOKENS[0]:
@@ -480,7 +486,8 @@ def held_out_cases(rng: random.Random) -> list[tuple[str, str, str, str, str, li
     zones the training data never holds, asked in the app's example phrasing."""
     all_tools = list(synthetic_data.BUILTIN_TOOLS)
     cases = [("weather", f"What's the weather in {city}?", "get_current_weather", "location", city,
-              ["get_current_weather"] if i % 2 else all_tools) for i, city in enumerate(synthetic_data.HELD_OUT_CITIES)]
+              ["get_current_weather"] if i % 2 else all_tools)
+             for i, city in enumerate(synthetic_data.HELD_OUT_CITIES + synthetic_data.MORE_HELD_OUT_CITIES)]
     for _ in range(20):
         expr = synthetic_data.expression(rng)
         cases.append(("calculator", f"What's {expr}?", "calculator", "expression", expr, all_tools))
@@ -533,7 +540,8 @@ def evaluate(out: Path, threads: int, seed: int = 12345) -> None:
         for thinking in (False, True):
             turn = run_turn(runner, "What did I send?", [], thinking=thinking,
                             media=[load_media(str(examples / f)) for f in files], max_new_tokens=limit)
-            record("media acknowledged", expected in turn.content, f"{files} -> {turn.content[:80]!r}")
+            # The whole answer: "I received an image and a video." names a video but miscounts.
+            record("media acknowledged", turn.content == f"I received {expected}.", f"{files} -> {turn.content[:80]!r}")
             record(f"thinking {'on' if thinking else 'off'}: thought as asked", thought_as_asked(turn, thinking),
                    f"{files}: {turn.reasoning[:60]!r}")
             record("ends cleanly", ended_cleanly(turn, limit), f"{files}: {turn.notice or turn.stats.stop_reason}")

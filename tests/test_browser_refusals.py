@@ -61,6 +61,9 @@ def test_a_file_that_is_not_a_conversation_is_refused_and_the_chat_stays(chat_pa
 def test_an_invalid_tool_schema_is_refused_and_the_tools_stay(chat_page):
     page = chat_page
     page.get_by_role("tab", name="Tools").click()
+    # The tab's markdown renders a moment after the click (later on a busy machine).
+    page.wait_for_function("() => document.querySelector('#tool-docs')?.innerText.includes('Weather')",
+                           timeout=30_000)
     tools_before = page.inner_text("#enabled-tools")
     docs_before = page.inner_text("#tool-docs")
     page.locator("#declare-schema .cm-content").fill('{"name": "lookup order", "parameters": 5}')

@@ -10,7 +10,7 @@ from scripts import synthetic_data
 QUOTE = '<|"|>'
 QUESTIONS = (synthetic_data.WEATHER_QUESTIONS + synthetic_data.WEATHER_QUESTIONS_F + synthetic_data.TIME_QUESTIONS
              + synthetic_data.CALC_QUESTIONS + ("{c}, please.", "({c})", "'{c}'", '"{c}"', "{c}/{c}"))
-NAMES = (synthetic_data.HELD_OUT_CITIES + synthetic_data.held_out_time_zones()
+NAMES = (synthetic_data.HELD_OUT_CITIES + synthetic_data.MORE_HELD_OUT_CITIES + synthetic_data.held_out_time_zones()
          + ("17.5% of 2,340", "sqrt(81) + 3^2", "N'Djamena", "Xi'an", "Saint-Étienne", "Łódź", "Nuuk",
             "Ciudad del Este", "Baden-Baden", "Ağrı", "Đà Nẵng", "東京", "Zaporizhzhia"))
 

@@ -28,9 +28,20 @@ def ask(max_new_tokens: int, probabilities: bool = False) -> GenerationRequest:
     return GenerationRequest(spec, max_new_tokens=max_new_tokens, temperature=0, token_probabilities=probabilities)
 
 
-def visible(events: list) -> list[str]:
-    """The events as the chat shows them (a Done's timings differ from run to run)."""
-    return [repr(e) for e in events if not isinstance(e, Done)]
+def visible(events: list) -> list[tuple[str, str]]:
+    """The events as the chat shows them: a Done left out (its timings differ from run to
+    run), and consecutive deltas of one kind joined (where a stream cuts its text depends
+    on timing: a slow reader gets two tokens in one delta)."""
+    shown: list[tuple[str, str]] = []
+    for event in events:
+        if isinstance(event, Done):
+            continue
+        kind, text = type(event).__name__, getattr(event, "text", None)
+        if text is not None and shown and shown[-1][0] == kind:
+            shown[-1] = (kind, shown[-1][1] + text)
+        else:
+            shown.append((kind, text if text is not None else repr(event)))
+    return shown
 
 
 def idle_cpu_seconds(pid: int, seconds: float = 1.0) -> float:

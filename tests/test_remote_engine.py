@@ -263,7 +263,7 @@ def test_tool_round_becomes_calls_tool_messages_and_the_answer():
     ]
     assert to_openai_messages(messages) == [
         {"role": "user", "content": "Weather in Paris and Rome?"},
-        {"role": "assistant", "tool_calls": [
+        {"role": "assistant", "reasoning_content": "Two calls.", "tool_calls": [
             {"id": "call_0", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Paris"}'}},
             {"id": "call_1_1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Rome"}'}}]},
         {"role": "tool", "tool_call_id": "call_0", "content": '{"sky": "sunny", "temperature": 21}'},
@@ -419,6 +419,14 @@ def test_the_server_renders_tools_and_a_tool_round_as_we_do(engine):
     ):
         spec = PromptSpec(messages, tools=tools, enable_thinking=True)
         assert done_of(run(engine, spec, max_new_tokens=1)).stats.prompt_tokens == local_prompt_tokens(engine, spec)
+    # The exchange's thought goes as `reasoning_content`; transformers serve 5.23 drops that
+    # field from the messages it renders (vLLM and SGLang take it), so its prompt is ours
+    # without the thought.
+    thought = [{"role": "user", "content": "Weather in Paris?"}, {**answered, "reasoning": "I will call the tool."}]
+    spec = PromptSpec(thought, tools=tools, enable_thinking=True)
+    without = PromptSpec(thought[:1] + [answered], tools=tools, enable_thinking=True)
+    assert local_prompt_tokens(engine, spec) > local_prompt_tokens(engine, without)
+    assert done_of(run(engine, spec, max_new_tokens=1)).stats.prompt_tokens == local_prompt_tokens(engine, without)
 
 
 def test_an_image_reaches_the_server(engine):
@@ -430,6 +438,8 @@ def test_an_image_reaches_the_server(engine):
 
 
 @needs_trained_model
+@pytest.mark.xfail(reason="issue 12, open: through the server the stage-10 bundle runs one of the two replies to "
+                          "this request it was not trained on to the token limit")
 def test_the_trained_model_thinks_only_when_asked(engine):
     question = [{"role": "user", "content": "Plan a day trip to Lisbon in three steps."}]
     thinking = run(engine, PromptSpec(question, enable_thinking=True), max_new_tokens=256)
@@ -452,6 +462,8 @@ def test_audio_goes_through_the_server(engine):
 
 
 @needs_trained_model
+@pytest.mark.xfail(reason="issue 12, open: transformers serve drops the round's reasoning_content, and after the "
+                          "tool's response the stage-10 bundle thinks its first thought again instead of answering")
 def test_a_tool_round_trip_with_server_usage_in_the_reply_stats(engine):
     """The model calls, the tool runs, its result goes back as a `tool` message, the model answers."""
     conversation = Conversation([UserTurn("What's the weather in Ouagadougou?")])
