@@ -63,6 +63,9 @@ MAX_UPDATE_INTERVAL = 1.0
 # The bundled model with random weights writes noise until the limit: offline, while the
 # bundle is untrained, a reply stops here unless the operator set a length.
 UNTRAINED_DEMO_MAX_NEW_TOKENS = 128
+# The trained bundle was trained and measured greedy; sampled at temperature 1, its four layers
+# miscount media and quote the wrong tool result. Greedy is its default unless the operator set one.
+TRAINED_DEMO_TEMPERATURE = 0.0
 
 
 @dataclass
@@ -261,9 +264,11 @@ class SharedChatHandlers:
     def default_options(self) -> ChatOptions:
         options = ChatOptions.from_settings(self.settings)
         status = getattr(self.engine, "status", None)
-        untrained_demo = status is not None and status.is_bundled and not BUNDLED_TRAINED
-        if untrained_demo and self.settings.max_new_tokens == Settings.max_new_tokens:
+        bundled = status is not None and status.is_bundled
+        if bundled and not BUNDLED_TRAINED and self.settings.max_new_tokens == Settings.max_new_tokens:
             options.max_new_tokens = min(UNTRAINED_DEMO_MAX_NEW_TOKENS, options.max_new_tokens)
+        if bundled and BUNDLED_TRAINED and self.settings.temperature == Settings.temperature:
+            options.temperature = TRAINED_DEMO_TEMPERATURE
         return options
 
     # -- sending -----------------------------------------------------------------------------

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from gemma4_ui.config import Settings
 from gemma4_ui.loading import BUNDLED_TRAINED, ModelStatus
-from gemma4_ui.session import UNTRAINED_DEMO_MAX_NEW_TOKENS, SharedChatHandlers, tool_choices, tools_markdown
+from gemma4_ui.session import (TRAINED_DEMO_TEMPERATURE, UNTRAINED_DEMO_MAX_NEW_TOKENS, SharedChatHandlers, tool_choices,
+                               tools_markdown)
 from gemma4_ui.tools import ToolRegistry, default_registry
 from gemma4_ui.ui import EXAMPLE_SCHEMA
 from replay import ReplayEngine
@@ -46,3 +47,15 @@ def test_the_default_reply_length_is_short_only_for_the_untrained_bundle(process
     assert default(Settings(max_new_tokens=600)) == 600, "the operator's choice stays"
     engine.status = ModelStatus("google/gemma-4-E2B-it", "google/gemma-4-E2B-it", "hub")
     assert default(Settings()) == Settings.max_new_tokens
+
+
+def test_the_trained_bundle_defaults_to_greedy_decoding(processor):
+    """It was trained and measured greedy; the operator's temperature stays, and other models sample."""
+    engine = ReplayEngine(processor, [])  # its status says: the bundled model
+    def default(settings: Settings) -> float:
+        return SharedChatHandlers(engine, settings).default_options().temperature
+
+    assert default(Settings()) == (TRAINED_DEMO_TEMPERATURE if BUNDLED_TRAINED else Settings.temperature)
+    assert default(Settings(temperature=0.7)) == 0.7
+    engine.status = ModelStatus("google/gemma-4-E2B-it", "google/gemma-4-E2B-it", "hub")
+    assert default(Settings()) == Settings.temperature
