@@ -420,8 +420,7 @@ def test_the_server_renders_tools_and_a_tool_round_as_we_do(engine):
         spec = PromptSpec(messages, tools=tools, enable_thinking=True)
         assert done_of(run(engine, spec, max_new_tokens=1)).stats.prompt_tokens == local_prompt_tokens(engine, spec)
     # The exchange's thought goes as `reasoning_content`; transformers serve 5.23 drops that
-    # field from the messages it renders (vLLM and SGLang take it), so its prompt is ours
-    # without the thought.
+    # field from the messages it renders, so its prompt is ours without the thought.
     thought = [{"role": "user", "content": "Weather in Paris?"}, {**answered, "reasoning": "I will call the tool."}]
     spec = PromptSpec(thought, tools=tools, enable_thinking=True)
     without = PromptSpec(thought[:1] + [answered], tools=tools, enable_thinking=True)
