@@ -29,7 +29,7 @@ import sys
 import types
 import zoneinfo
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from unittest import mock
 
@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from gemma4_ui import builtin_tools  # noqa: E402
 from gemma4_ui.conversation import AssistantTurn, Conversation, ToolRound, UserTurn  # noqa: E402
+from gemma4_ui.engine_openai import tool_message_content  # noqa: E402
 from gemma4_ui.events import ToolCall, ToolResult  # noqa: E402
 from gemma4_ui.media import AUDIO_SAMPLING_RATE, MediaItem  # noqa: E402
 from gemma4_ui.options import ChatOptions  # noqa: E402
@@ -47,6 +48,8 @@ from gemma4_ui.prompt import build_spec, model_inputs, template_text  # noqa: E4
 from gemma4_ui.tools import ToolRegistry, default_registry  # noqa: E402
 
 BUILTIN_TOOLS = ("calculator", "convert_units", "current_time", "get_current_weather")
+SERVED_SHARE = 0.35  # episodes rendered as a server renders them (see Episode.served)
+NO_TOOLS_SHARE = 0.4  # episodes that need no tool, asked with none enabled (the app's default)
 QUOTE = '<|"|>'
 THOUGHT_OPEN, THOUGHT_CLOSE = "<|channel>thought\n", "\n<channel|>"
 END_OF_TURN, CALLS_DONE = "<turn|>", "<|tool_response>"
@@ -239,16 +242,16 @@ def place_name(rng: random.Random) -> str:
             name = f"{pick(rng, CITY_PREFIXES)} {before}{pick(rng, CITY_LINKS)}{after}"
         elif shape < 0.8:
             name = " ".join(syllable_word(rng) for _ in range(rng.randint(1, 3))) + f" {pick(rng, CITY_SUFFIXES)}"
-        elif shape < 0.87:
+        elif shape < 0.84:
             name = "".join(syllable_word(rng) + pick(rng, HYPHEN_LINKS) for _ in range(rng.randint(1, 2)))
             name += syllable_word(rng)
             if rng.random() < 0.25:
                 name = f"{pick(rng, CITY_PREFIXES)} {name}"
-        elif shape < 0.92:
+        elif shape < 0.88:
             name = " ".join(marked(rng, syllable_word(rng)) for _ in range(rng.randint(1, 3)))
         else:
             words = [pick(rng, capitalised_pieces()) if rng.random() < 0.7 else syllable_word(rng)
-                     for _ in range(pick(rng, (1, 1, 1, 2, 2, 3)))]
+                     for _ in range(pick(rng, (1, 1, 1, 1, 2, 2, 3)))]
             name = " ".join(words)
         if not mentions_held_out(name) and not mentions_held_out_zone(name):
             return name
@@ -324,8 +327,11 @@ def synthetic_video(rng: random.Random) -> MediaItem:
     clips are a few frames (cheap); some have the app's 32, like a real upload."""
     from transformers.video_utils import VideoMetadata
 
-    frames = rng.choice([rng.randint(1, 8), rng.randint(1, 8), rng.randint(9, 32), 32])
-    width, height = rng.randint(48, 320), rng.randint(48, 320)
+    frames = rng.choice([rng.randint(1, 8), rng.randint(1, 8), rng.randint(9, 32), 32, 32])
+    if frames == 32 and rng.random() < 0.6:  # an upload's size: the app's clip is 480 x 270
+        width, height = rng.randint(240, 800), rng.randint(180, 600)
+    else:
+        width, height = rng.randint(48, 320), rng.randint(48, 320)
     background, colour = random_colour(rng), random_colour(rng)
     size = rng.randint(6, max(7, min(width, height) // 2))
     data = np.empty((frames, height, width, 3), dtype=np.uint8)
@@ -481,8 +487,20 @@ CALC_QUESTIONS = ("What's {e}?", "What is {e}?", "Calculate {e}.", "Compute {e}.
                   "what's {e}", "Quick question: what is {e}?")
 
 
+def lopsided_expression(rng: random.Random) -> str:
+    """A large number and a small one: the result shares its first digits with the large
+    operand ("30.49 + 8,263,910" is 8263940.49), and an answer must quote the result's digits,
+    not go on with the operand's."""
+    large, small = f"{rng.randint(1000, 9_999_999):,}", calc_number(rng)
+    if rng.random() < 0.5:
+        large = large.replace(",", "")
+    return pick(rng, (f"{large} + {small}", f"{small} + {large}", f"{large} - {small}", f"{small} - {large}",
+                      f"{small}+{large}", f"{large}-{small}"))
+
+
 def calculator_exchange(rng: random.Random) -> Exchange:
-    expr = expression(rng)
+    # The held-out check draws from `expression` only.
+    expr = lopsided_expression(rng) if rng.random() < 0.3 else expression(rng)
 
     def answer(results: list[ToolResult]) -> tuple[str, str]:
         value = results[0].response["result"]
@@ -778,23 +796,88 @@ def unknown_topic(rng: random.Random) -> str:
                       f"{syllable_word(rng)} theory", f"the history of {syllable_word(rng)}"))
 
 
-# Tasks a tiny model cannot do; it says so instead of calling a tool or rambling.
-TASKS = (("Plan a day trip to {p} in three steps.", "plan trips"), ("Plan a weekend in {p}.", "plan trips"),
-         ("Write a poem about {t}.", "write poems"), ("Translate '{t}' into French.", "translate"),
-         ("Give me a recipe for {f}.", "give recipes"), ("Help me write an email to {n}.", "write emails"),
-         ("Summarize the history of {p}.", "summarize history"), ("Explain how {t} works.", "explain how things work"),
-         ("Write a haiku about {t}.", "write poems"), ("What should I see in {p}?", "give travel tips"),
-         ("Write Python code that sorts a list.", "write code"), ("Debug my code, please.", "write code"))
+# Requests a tiny model cannot do: it says so, in the same words whatever was asked, instead
+# of calling a tool or rambling. The requests are put together from parts (so that no list of
+# them is learnt by heart) and the reply copies nothing from them: a thought that restated a
+# long request it had never seen ran on in loops.
+DECLINE_THOUGHT = "The user asks for something I cannot do. I will say so."
+DECLINE_ANSWER = ("I am a tiny demo model trained on synthetic data, so I cannot help with that. I can check the "
+                  "weather, do arithmetic, convert units, tell the time, count the media you send and tell long "
+                  "stories.")
+UNKNOWN_THOUGHT = "The user asks about something I do not know. I will say so."
+UNKNOWN_ANSWER = ("I am a tiny demo model trained on synthetic data, so I do not know about that. I can check the "
+                  "weather, do arithmetic, convert units, tell the time, count the media you send and tell long "
+                  "stories.")
+REQUEST_OPENERS = ("", "", "", "Please ", "Can you ", "Could you ", "I need you to ", "Help me ", "Hey, ",
+                   "Quick one: ", "I want you to ", "Would you ")
+REQUEST_ACTIONS = (
+    "write a poem about {t}", "write a haiku about {t}", "write a song about {t}", "write a short note to {n}",
+    "write an email to {n}", "write a speech about {t}", "write a review of {t}", "write a joke about {t}",
+    "tell me a joke", "tell me a riddle", "tell me something funny", "plan a day trip to {p}",
+    "plan a weekend in {p}", "plan a party for {n}", "plan my week", "make a shopping list for {f}",
+    "give me a recipe for {f}", "give me ideas for {t}", "give me travel tips for {p}", "give me advice about {t}",
+    "translate '{t}' into French", "translate '{t}' into {lang}", "summarize the history of {p}",
+    "summarize this article", "explain how {t} works", "explain why {t} matters", "describe {t} in detail",
+    "compare {t} and {u}", "list ten facts about {t}", "recommend a book about {t}", "recommend a film",
+    "design a logo for {n}", "draw a picture of {t}", "sing a song", "fix my code", "debug my code",
+    "write Python code that sorts a list", "write a function that {code}", "solve this puzzle",
+    "help me with my homework", "check my spelling", "rewrite this paragraph", "brainstorm names for {t}",
+    "teach me {lang}", "teach me to play chess", "play a game with me", "book a table for {n}",
+    "find me a hotel in {p}", "order {f} for me", "set an alarm", "send a message to {n}",
+)
+QUESTION_REQUESTS = (
+    "How do I {do}?", "How can I {do}?", "What is the best way to {do}?", "Why do {t}s {verb}?",
+    "Why is {t} so {adj}?", "Who invented {t}?", "Who was {n}?", "When was {p} founded?", "Where can I buy {f}?",
+    "Which {t} should I choose?", "Is {t} better than {u}?", "What should I cook with {f}?",
+    "What should I see in {p}?", "What is the meaning of life?", "What happens if {t} {verb}s?",
+)
+DOINGS = ("learn to swim", "bake {f}", "fix a bike", "grow tomatoes", "train a {t}", "get to {p}", "sleep better",
+          "learn {lang}", "write a novel", "start a company", "paint a {t}", "build a {t}", "save money",
+          "make friends", "cook {f}")
+VERBS = ("fly", "sing", "sleep", "glow", "move", "change colour", "grow", "shine", "float", "fall")
+LANGUAGES = ("Spanish", "German", "Japanese", "Italian", "Swahili", "Korean", "Dutch", "Latin")
+CODE_TASKS = ("adds two numbers", "reverses a string", "reads a file", "counts words", "checks for primes")
+
+
+# What people type into a demo, never in the training data (`--eval` asks them): each reply
+# must end cleanly, with a thought exactly when thinking is on, and call no tool.
+HELD_OUT_REQUESTS = (
+    "Compose a limerick about a penguin.", "What's the capital of Peru?", "Can you recommend a podcast?",
+    "How do volcanoes erupt?", "Knit me a scarf.", "Write a cover letter for a barista job.",
+    "Explain quantum computing to a child.", "Who will win the next World Cup?", "Make up a riddle about the moon.",
+    "What's your favourite colour?", "Tell me a bedtime poem.", "Summarise Hamlet in one line.",
+    "How tall is Mount Everest?", "Write a SQL query that counts users.", "What's the best pizza topping?",
+    "Give me a motivational quote.", "Why do cats purr?", "Explain how a rainbow forms.",
+    "Draft a tweet about spring.", "What year did the Berlin Wall fall?", "Suggest a name for my puppy.",
+    "Can you help me study for an exam?", "List three uses of vinegar.", "What is love?",
+    "Do you dream?", "Tell me about black holes.", "How do I tie a tie?", "Plan a birthday dinner for six.",
+    "Write a haiku about autumn leaves.", "Translate 'good night' into Portuguese.",
+)
+
+
+def request_text(rng: random.Random) -> str:
+    """A request or a question the model cannot answer, from parts."""
+    thing = lambda: f"the {pick(rng, ADJECTIVES)} {pick(rng, NOUNS)}" if rng.random() < 0.6 else pick(rng, NOUNS)  # noqa: E731
+    parts = dict(t=thing(), u=thing(), p=place_name(rng), n=person_name(rng), f=pick(rng, FOODS),
+                 lang=pick(rng, LANGUAGES), code=pick(rng, CODE_TASKS), adj=pick(rng, ADJECTIVES),
+                 verb=pick(rng, VERBS))
+    if rng.random() < 0.3:
+        parts["do"] = pick(rng, DOINGS).format(**parts)
+        return pick(rng, QUESTION_REQUESTS).format(**parts)
+    opener = pick(rng, REQUEST_OPENERS)
+    action = pick(rng, REQUEST_ACTIONS).format(**parts)
+    text = opener + action
+    text = text[0].upper() + text[1:]
+    end = "?" if opener.strip().lower() in ("can you", "could you", "would you") else pick(rng, (".", ".", "!", ""))
+    text += end
+    return text if text not in HELD_OUT_REQUESTS else request_text(rng)
 
 
 def task_exchange(rng: random.Random) -> Exchange:
-    request, skill = pick(rng, TASKS)
-    text = request.format(p=place_name(rng), t=f"the {pick(rng, ADJECTIVES)} {pick(rng, NOUNS)}",
-                          f=pick(rng, FOODS), n=person_name(rng))
-    return direct("task", text, f"The user asks: {text} I am too small to {skill}. I will say so.",
-                  f"I am a tiny demo model trained on synthetic data, so I cannot {skill}. "
-                  "I can check the weather, do arithmetic, convert units, tell the time, count the media "
-                  "you send and tell long stories.")
+    text = request_text(rng)
+    if rng.random() < 0.15:
+        text = text.lower()
+    return direct("task", text, DECLINE_THOUGHT, DECLINE_ANSWER)
 
 
 def chat_exchange(rng: random.Random) -> Exchange:
@@ -816,12 +899,8 @@ def chat_exchange(rng: random.Random) -> Exchange:
     if kind < 8:
         question, answer = pick(rng, FACTS)
         return direct("fact", question, f"The user asks: {question} I know this one.", answer)
-    topic = unknown_topic(rng)
-    text = pick(rng, TOPIC_QUESTIONS).format(t=topic)
-    return direct("unknown topic", text, f"The user asks about {topic}. I do not know about it.",
-                  f"I am a tiny demo model trained on synthetic data, so I do not know about {topic}. "
-                  "I can check the weather, do arithmetic, convert units, tell the time, count the media "
-                  "you send and tell long stories.")
+    text = pick(rng, TOPIC_QUESTIONS).format(t=unknown_topic(rng))
+    return direct("unknown topic", text, UNKNOWN_THOUGHT, UNKNOWN_ANSWER)
 
 
 TOOL_MISSING = {
@@ -900,13 +979,13 @@ MEDIA_QUESTIONS = ("What did I send?", "What is this?", "Describe this.", "What 
 
 def media_exchange(rng: random.Random) -> Exchange:
     shape = rng.random()
-    if shape < 0.3:
+    if shape < 0.26:
         media = [synthetic_image(rng)]
-    elif shape < 0.5:
+    elif shape < 0.45:
         media = [synthetic_image(rng) for _ in range(2)]
-    elif shape < 0.55:
+    elif shape < 0.5:
         media = [synthetic_image(rng) for _ in range(3)]
-    elif shape < 0.72:
+    elif shape < 0.65:
         media = [synthetic_audio(rng)]
     elif shape < 0.85:
         media = [synthetic_video(rng)]
@@ -931,10 +1010,11 @@ class Episode:
     exchanges: list[Exchange]
     options: ChatOptions
     registry: ToolRegistry
-    # The prompt after a tool's response holds no thought from before the call, as a
-    # server renders it (the OpenAI API has no field for thoughts): the model must answer
-    # from the response then too, not think and call again.
-    round_thoughts_dropped: bool = False
+    # Rendered as an OpenAI-compatible server renders it: the prompt after a tool's response
+    # holds no thought from before the call (the API has no field for thoughts), and each
+    # response is the JSON text of a `tool` message (`{value:<|"|>{...}<|"|>}`). The model must
+    # answer from that response too, not think and call again.
+    served: bool = False
 
     @property
     def category(self) -> str:
@@ -977,16 +1057,19 @@ def play(episode: Episode, processor) -> list[Step]:
         calls = [ToolCall(name, arguments, id=f"call_{i}") for i, (name, arguments) in enumerate(exchange.calls)]
         output = thought_block(exchange.thought, thinking) + "".join(call_text(c.name, c.arguments) for c in calls)
         steps.append(Step(prompt, output + CALLS_DONE, spec))
-        kept_thought = thinking and not episode.round_thoughts_dropped
+        kept_thought = thinking and not episode.served
         round_ = ToolRound(calls=calls, reasoning=exchange.thought if kept_thought else "")
         turn.rounds.append(round_)
+        results = []
         for call in calls:
             result = episode.registry.execute(call, enabled)
             if result.status == "client":
                 result = ToolResult(call.name, call.id, "ok", exchange.client_response, 0.0)
             assert result.status == "ok", f"a training call must succeed: {call} -> {result.response}"
-            round_.results.append(result)
-        after, answer = exchange.answer(round_.results)
+            results.append(result)
+            served = replace(result, response=tool_message_content(result.response))
+            round_.results.append(served if episode.served else result)
+        after, answer = exchange.answer(results)
         prompt, spec = render()
         steps.append(Step(prompt, (f"{after}{THOUGHT_CLOSE}" if thinking else "") + answer + END_OF_TURN, spec))
         turn.reasoning, turn.content = (after if thinking else ""), answer
@@ -1084,6 +1167,7 @@ DEFAULT_MIX = {
     "current_time": 500,
     "client tool": 600,
     "chat": 950,
+    "task": 300,
     "repeat": 400,
     "tool missing": 150,
     "long story": 220,
@@ -1114,6 +1198,8 @@ class EpisodeMaker:
             return client_tool_exchange(rng), set()
         if category == "chat":
             return chat_exchange(rng), set()
+        if category == "task":
+            return task_exchange(rng), set()
         if category == "tool missing":
             exchange, missing = tool_missing_exchange(rng, self.zones)
             return exchange, {missing}
@@ -1147,9 +1233,12 @@ class EpisodeMaker:
             exchanges = [e for e in history if not set(e.tools) & forbidden] + [final]
         needed = {tool for e in exchanges for tool in e.tools}
         # Often every tool is on (as in the app's examples): the question, not the tool list,
-        # must decide which tool is called.
+        # must decide which tool is called. The app starts with none enabled, so what needs no
+        # tool is often asked with none.
         extra = ({tool for tool in BUILTIN_TOOLS if rng.random() < 0.6} if rng.random() < 0.7
                  else set(BUILTIN_TOOLS)) - forbidden
+        if not needed and rng.random() < NO_TOOLS_SHARE:
+            extra = set()
         if category == "repeat":
             extra = set()  # copy drills stay short
         registry = ToolRegistry()
@@ -1165,7 +1254,7 @@ class EpisodeMaker:
             image_budget=pick(rng, (70, 140, 280, 280)),
             enabled_tools=[t for t in BUILTIN_TOOLS if t in needed | extra] + [s["name"] for s in declared],
         )
-        return Episode(exchanges, options, registry, round_thoughts_dropped=thinking and rng.random() < 0.3)
+        return Episode(exchanges, options, registry, served=rng.random() < SERVED_SHARE)
 
 
 def check_unseen(episode: Episode, steps: list[Step]) -> None:

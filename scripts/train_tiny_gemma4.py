@@ -19,17 +19,21 @@ seed gives the same data, order and initialisation.
 `--eval` drives the saved model the way the app does (`LocalEngine` + `TurnRunner`, greedy)
 on city names, expressions and time zones that never occur in the training data, and on the
 example media, and reports exact argument copies, answers that quote the tool's result,
-thoughts exactly when asked for, media acknowledged, and replies that end cleanly.
+thoughts exactly when asked for, media acknowledged, and replies that end cleanly; also for
+other requests (`HELD_OUT_REQUESTS`), and again for every third case with the prompt a
+server renders (`served_spec`).
 
-Status (4 layers, 4.1 M parameters, 7.8 MB): the bundle is stage 10 of ten, 535.4 min on the
-run's counter on 2 cores (the commands: checkpoints/README.md). Held out (greedy): weather
-calls 94/101 exact (answers quote the result 93/94), calculator expressions 19/20 (17/19),
-time zones 19/20 (16/19), thoughts exactly when asked 148/149, media 6/8, clean endings 141/149.
+Status (4 layers, 4.1 M parameters, 7.8 MB): the bundle is stage 13 of thirteen, 577.8 min on
+the run's counter on 2 cores (the commands: checkpoints/README.md). Held out (greedy): weather
+calls 96/101 exact (answers quote the result 95/96), calculator expressions 19/20 (19/19),
+time zones 19/20 (19/19), through a server 32/32, 6/6, 5/6; thoughts exactly when asked
+266/269, media 8/8, clean endings 147/149; other requests end cleanly without a call 93/120.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import random
@@ -496,6 +500,34 @@ def held_out_cases(rng: random.Random) -> list[tuple[str, str, str, str, str, li
     return cases
 
 
+def served_spec(spec):
+    """The prompt as an OpenAI-compatible server renders this conversation: no thought kept
+    from before a call (the API has no field for it) and each tool response as the JSON text
+    of a `tool` message (what `engine_openai` sends)."""
+    from dataclasses import replace
+
+    from gemma4_ui.engine_openai import tool_message_content
+
+    def served(message: dict) -> dict:
+        if "tool_calls" not in message:
+            return message
+        message = {key: value for key, value in message.items() if key != "reasoning"}
+        message["tool_responses"] = [{**r, "response": tool_message_content(r["response"])}
+                                     for r in message["tool_responses"]]
+        return message
+
+    return replace(spec, messages=[served(m) for m in spec.messages])
+
+
+def served_engine(engine):
+    """`engine`, prompting with what a server would render (see served_spec)."""
+    from dataclasses import replace
+
+    stream = engine.stream
+    engine.stream = lambda request, cancel: stream(replace(request, spec=served_spec(request.spec)), cancel)
+    return engine
+
+
 MEDIA_CASES = (  # files from assets/examples and the acknowledgement each must get
     (("shapes.png",), "one image"), (("shapes.png", "street.jpg"), "two images"),
     (("speech.wav",), "an audio clip"), (("bouncing_ball.mp4",), "a video"),
@@ -513,6 +545,7 @@ def evaluate(out: Path, threads: int, seed: int = 12345) -> None:
 
     torch.set_num_threads(threads)
     runner = TurnRunner(LocalEngine(str(out), device="cpu").load(), default_registry())
+    served = TurnRunner(served_engine(LocalEngine(str(out), device="cpu").load()), default_registry())
     show_samples(runner)
     rng = random.Random(seed)
     results: dict[str, list[bool]] = {}
@@ -535,6 +568,25 @@ def evaluate(out: Path, threads: int, seed: int = 12345) -> None:
         record(f"thinking {'on' if thinking else 'off'}: thought as asked", thought_as_asked(turn, thinking),
                f"{text!r}: {[r.reasoning[:60] for r in turn.rounds] + [turn.reasoning[:60]]}")
         record("ends cleanly", ended_cleanly(turn, limit), f"{text!r}: {turn.notice or turn.stats.stop_reason}")
+    # Through a server (the remote engine): every third case again, rendered as a server does.
+    for kind, text, name, key, expected, tools in held_out_cases(random.Random(seed))[::3]:
+        thinking = rng.random() < 0.5
+        turn = run_turn(served, text, tools, thinking=thinking, max_new_tokens=limit)
+        if copied(turn, name, key, expected):
+            record(f"served: {kind} answer quotes the result", answer_uses_result(turn, TOOL_VALUES[name]),
+                   f"{turn.rounds[0].results[0].response} -> {turn.content[:120]!r}")
+        record("served: ends cleanly", ended_cleanly(turn, limit), f"{text!r}: {turn.notice or turn.stats.stop_reason}")
+    # Anything else a visitor might type: declined or answered, but ended cleanly and tool-free.
+    # Asked with no tool enabled (the app's default) and with every tool on.
+    for text in synthetic_data.HELD_OUT_REQUESTS:
+        for thinking, tools in itertools.product((False, True), ([], list(synthetic_data.BUILTIN_TOOLS))):
+            # A decline with its thought is ~135 tokens.
+            turn = run_turn(runner, text, tools, thinking=thinking, max_new_tokens=256)
+            record("other requests: ends cleanly, no call", ended_cleanly(turn, 256) and not turn.rounds,
+                   f"{text!r} ({'thinking' if thinking else 'plain'}): {turn.notice or turn.stats.stop_reason} "
+                   f"{[c.name for r in turn.rounds for c in r.calls]} {turn.content[:60]!r}")
+            record(f"thinking {'on' if thinking else 'off'}: thought as asked", thought_as_asked(turn, thinking),
+                   f"{text!r}: {turn.reasoning[:60]!r}")
     examples = ROOT / "assets" / "examples"
     for files, expected in MEDIA_CASES:
         for thinking in (False, True):

@@ -84,7 +84,7 @@ def test_stop_ends_generation(app_server):
     # Greedy, the bundle writes a long story of hundreds of tokens (test_tiny_model checks it);
     # sampled, it may end the story after a dozen, before Stop is pressed.
     client = app_server.client()
-    job = client.submit({"text": "Write a long story.", "files": []}, max_new_tokens=4000, temperature=0,
+    job = client.submit({"text": "Tell me a long story.", "files": []}, max_new_tokens=4000, temperature=0,
                         api_name="/chat")
     deadline = time.time() + 60
     while not job.outputs() and time.time() < deadline:

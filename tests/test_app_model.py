@@ -70,7 +70,7 @@ def test_stop_a_long_reply_in_the_browser(app_server, page):
     from test_browser_turns import stop_once_the_reply_is_long
 
     open_app(page, app_server.url)
-    page.fill("#composer textarea", "Write a long story.")
+    page.fill("#composer textarea", "Tell me a long story.")
     page.keyboard.press("Enter")
     stop_once_the_reply_is_long(page, timeout=60_000)
     screenshot(page, "stopped")

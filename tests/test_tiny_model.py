@@ -96,8 +96,7 @@ def test_calculator_call_copies_the_expression_and_the_answer_uses_the_result(ti
     (["shapes.png"], "I received one image."),
     (["shapes.png", "street.jpg"], "I received two images."),
     (["speech.wav"], "I received an audio clip."),
-    pytest.param(["bouncing_ball.mp4"], "I received a video.", marks=pytest.mark.xfail(
-        reason="issue 12, open: the stage-10 bundle answers 'I received an image and a video.' here")),
+    (["bouncing_ball.mp4"], "I received a video."),
 ])
 def test_media_is_acknowledged(tiny_engine, files, expected):
     media = [load_media(str(EXAMPLES / name)) for name in files]
@@ -107,6 +106,6 @@ def test_media_is_acknowledged(tiny_engine, files, expected):
 
 
 def test_a_long_story_streams_for_hundreds_of_tokens(tiny_engine):
-    turn = reply(tiny_engine, "Write a long story.", max_new_tokens=400)
+    turn = reply(tiny_engine, "Tell me a long story.", max_new_tokens=400)
     assert turn.stats.generated_tokens >= 300, turn.raw
     assert turn.notice in ("", "Cut off at the max new tokens limit.")
