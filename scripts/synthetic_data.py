@@ -800,14 +800,12 @@ def unknown_topic(rng: random.Random) -> str:
 # of calling a tool or rambling. The requests are put together from parts (so that no list of
 # them is learnt by heart) and the reply copies nothing from them: a thought that restated a
 # long request it had never seen ran on in loops.
+WHAT_I_CAN_DO = ("I can check the weather, do arithmetic, convert units, tell the time, count the media you "
+                 "send and tell long stories.")
 DECLINE_THOUGHT = "The user asks for something I cannot do. I will say so."
-DECLINE_ANSWER = ("I am a tiny demo model trained on synthetic data, so I cannot help with that. I can check the "
-                  "weather, do arithmetic, convert units, tell the time, count the media you send and tell long "
-                  "stories.")
+DECLINE_ANSWER = f"I am a tiny demo model trained on synthetic data, so I cannot help with that. {WHAT_I_CAN_DO}"
 UNKNOWN_THOUGHT = "The user asks about something I do not know. I will say so."
-UNKNOWN_ANSWER = ("I am a tiny demo model trained on synthetic data, so I do not know about that. I can check the "
-                  "weather, do arithmetic, convert units, tell the time, count the media you send and tell long "
-                  "stories.")
+UNKNOWN_ANSWER = f"I am a tiny demo model trained on synthetic data, so I do not know about that. {WHAT_I_CAN_DO}"
 REQUEST_OPENERS = ("", "", "", "Please ", "Can you ", "Could you ", "I need you to ", "Help me ", "Hey, ",
                    "Quick one: ", "I want you to ", "Would you ")
 REQUEST_ACTIONS = (
@@ -1067,8 +1065,8 @@ def play(episode: Episode, processor) -> list[Step]:
                 result = ToolResult(call.name, call.id, "ok", exchange.client_response, 0.0)
             assert result.status == "ok", f"a training call must succeed: {call} -> {result.response}"
             results.append(result)
-            served = replace(result, response=tool_message_content(result.response))
-            round_.results.append(served if episode.served else result)
+            round_.results.append(replace(result, response=tool_message_content(result.response))
+                                  if episode.served else result)
         after, answer = exchange.answer(results)
         prompt, spec = render()
         steps.append(Step(prompt, (f"{after}{THOUGHT_CLOSE}" if thinking else "") + answer + END_OF_TURN, spec))
