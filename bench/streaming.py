@@ -6,7 +6,9 @@ exactly `max_new_tokens` long):
 - bare:   `model.generate` on a thread with transformers' TextIteratorStreamer;
 - engine: the app's `LocalEngine.stream` (template, processor, TokenStream, ReplyParser);
 - app:    the whole app in its own process, seen by a client over HTTP (Gradio's queue,
-          SharedChatHandlers' throttled re-rendering of the chat, the event stream).
+          SharedChatHandlers' throttled re-rendering of the chat, the event stream); the
+          model in a generation process of its own, as the app runs it by default, and, for
+          comparison, in the server's process (`--no-generation-process`).
 
 Tokens/s runs from the first visible token to the last (taken as one token apart from all the
 rest, so a first update that already carries several tokens counts against the app). Time to
@@ -33,6 +35,9 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "assets" / "examples"
 EXAMPLE_IMAGE = EXAMPLES / "shapes.png"
 EXAMPLE_PHOTO = EXAMPLES / "street.jpg"
 TTFT_TOKENS = 8
+# The app with the model in the server's process, as it ran before the generation process
+# became the default.
+IN_SERVER_PROCESS = {"GEMMA4_GENERATION_PROCESS": "0"}
 
 
 @dataclass
@@ -187,12 +192,14 @@ def streaming_overhead(ctx: Context) -> Section:
     from gradio_client import Client
 
     engine, app, tokens = ctx.engine, ctx.app, ctx.sizes.stream_tokens
-    client, http = Client(app.url, verbose=False), ChatClient(app.url)
+    in_server = ctx.fresh_app(IN_SERVER_PROCESS)
+    client, http, http_in_server = Client(app.url, verbose=False), ChatClient(app.url), ChatClient(in_server.url)
     sides = {
         "bare": lambda: bare_generate(engine, PROMPT, tokens),
         "engine": lambda: engine_stream(engine, PROMPT, tokens),
         "app": lambda: app_via_gradio_client(client, app, PROMPT, tokens),
         "app over HTTP": lambda: app_via_http(http, app, PROMPT, tokens),
+        "in server": lambda: app_via_http(http_in_server, in_server, PROMPT, tokens),
     }
     try:
         for side in sides.values():  # warm-up: first calls pay for lazy initialisation
@@ -200,6 +207,7 @@ def streaming_overhead(ctx: Context) -> Section:
         timings = interleaved(sides, 2 * ctx.runs)  # the noisiest figures: twice the runs
     finally:
         http.close()
+        http_in_server.close()
     _same_work(timings)
     bare = timings["bare"]
     return Section("streaming", [
@@ -210,6 +218,9 @@ def streaming_overhead(ctx: Context) -> Section:
                   "/chat served by a separate process; first to last streamed update", whole_target=False),
         *compared("app over HTTP", timings["app over HTTP"], bare,
                   "/chat through Gradio's HTTP API (POST /call/chat, then its event stream)", rate=False),
+        *compared("app over HTTP, model in the server's process", timings["in server"], bare,
+                  "--no-generation-process: the model's loop shares the server's Python", rate=False,
+                  whole_target=False, whole_note=IN_SERVER_NOTE),
         *streaming_in_a_chat_with_photos(ctx),
     ])
 
@@ -218,12 +229,13 @@ CPU_NOTE = "the process that runs the model"
 APP_CPU_NOTE = ("with the server's process: the work of parsing, rendering and sending updates, which no "
                 "longer takes time from the model")
 WHOLE_NOTE = "request to last update (connect, queue, prefill, stream) vs call to last token"
+IN_SERVER_NOTE = "as above, the model in the server's process (the default before: for comparison)"
 GRADIO_CLIENT_NOTE = ("gradio_client adds its own latency: ~0.1 s to start a job and up to 50 ms to each update "
                       "(it polls its message queue every 50 ms); the target is on the same request over HTTP")
 
 
 def compared(side: str, timings: list[Timing], bare: list[Timing], note: str, whole_target: bool = True,
-             rate: bool = True) -> list[Figure]:
+             rate: bool = True, whole_note: str = GRADIO_CLIENT_NOTE) -> list[Figure]:
     """Tokens/s as the client sees it (wall clock: on a shared machine it swings with the
     other jobs), the same over the whole request (what a user waits for), and tokens per
     CPU-second (steady whatever else runs): of the process that runs the model (the app's
@@ -238,7 +250,7 @@ def compared(side: str, timings: list[Timing], bare: list[Timing], note: str, wh
     figures = [Figure(f"{side} ÷ bare tokens/s", wall, target=Target("≥", 0.95), note=note)] if rate else []
     return figures + [
         Figure(f"{side} ÷ bare, whole request", whole, target=Target("≥", 0.95) if whole_target else None,
-               note=WHOLE_NOTE if whole_target else GRADIO_CLIENT_NOTE),
+               note=WHOLE_NOTE if whole_target else whole_note),
         Figure(f"{side} ÷ bare tokens per CPU-second", cpu, target=Target("≥", 0.95), note=CPU_NOTE),
         *([Figure(f"{side} ÷ bare tokens per CPU-second, whole app", app_cpu, note=APP_CPU_NOTE)]
           if any(t.generation_cpu_seconds for t in timings) else [])]

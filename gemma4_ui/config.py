@@ -80,7 +80,9 @@ class Settings:
     request_timeout: float = 120.0
     # Generate in a child process that holds the model (local backend): the model's loop then
     # never waits for the server's Python work (not on ZeroGPU, whose `spaces` forks its own).
-    generation_process: bool = False
+    # In the server's process the bundled model streamed through the app at 0.73-0.91 of its
+    # own speed; in a process of its own, at 0.99 (bench/README.md, "Whole request").
+    generation_process: bool = True
     limits: MediaLimits = field(default_factory=MediaLimits)
 
 
@@ -171,10 +173,10 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
     process.add_argument("--generation-process", dest="generation_process", action="store_true",
                          default=_env_bool(parser, "GEMMA4_GENERATION_PROCESS", defaults.generation_process),
                          help="local backend: generate in a child process that holds the model, so that the "
-                         "web server's work never slows the model down (not on ZeroGPU, which runs each "
-                         "generation in a process of its own) [GEMMA4_GENERATION_PROCESS]")
+                         "web server's work never slows the model down (the default; not on ZeroGPU, which "
+                         "runs each generation in a process of its own) [GEMMA4_GENERATION_PROCESS]")
     process.add_argument("--no-generation-process", dest="generation_process", action="store_false",
-                         help="generate in a thread of the server's process")
+                         help="generate in a thread of the server's process (one process, less memory)")
     args = parser.parse_args(argv)
 
     _check_ranges(parser, args)

@@ -1,14 +1,17 @@
-"""What keeps a long chat cheap to update in Chromium (ui.NARROW_SELECTION_RULES_JS and
-ui.SKIP_UNCHANGED_DIR_JS say why): no style rule that makes a class change on the chat's
-ancestors restyle all of it, and no restyle of every message for a `dir` written unchanged.
-Checked for what they do, in a chat with code blocks; what they save is measured in `bench`
-(long chat)."""
+"""What keeps a long chat cheap to update in Chromium (ui.NARROW_SELECTION_RULES_JS,
+ui.SKIP_UNCHANGED_DIR_JS and ui.CSS say why): no style rule that makes a class change on the
+chat's ancestors restyle all of it, no restyle of every message for a `dir` written unchanged,
+and, while a reply streams, no rendering of the messages out of view. Checked for what they
+do, in a chat with code blocks; what they save is measured in `bench` (long chat)."""
 
 from __future__ import annotations
+
+import pytest
 
 from bench.scripted_reply import long_chat  # a chat about code, as the bench loads it
 from conftest import CHAT_FILE_INPUT, screenshot
 from test_browser import open_app
+from test_browser_turns import story_server
 
 # Rules whose selector has a descendant combinator after an attribute selector and ends in a
 # bare pseudo-element, the shape that made Chromium restyle whole subtrees.
@@ -72,3 +75,45 @@ def test_a_long_chat_with_code_has_no_style_rule_that_restyles_it_all(app_server
     page.wait_for_function("""() => document.querySelector('#template-expanded-colour .tph-body')
                                   .innerText.includes('step 6')""", timeout=60_000)
     screenshot(page, "long-chat-with-code")
+
+
+# Each message of the history: its height, whether its content is rendered (the row itself
+# stays: what is skipped is what it holds) and the length of its innerText (none when skipped).
+HISTORY_ROWS = """() => [...document.querySelectorAll('#chat-history .message-row')].map((row) => ({
+    height: row.getBoundingClientRect().height,
+    rendered: row.firstElementChild.checkVisibility({contentVisibilityAuto: true}),
+    text: row.innerText.length}))"""
+HISTORY_HEIGHT = "() => document.querySelector('#chat-history').getBoundingClientRect().height"
+
+
+def test_while_a_reply_streams_the_history_out_of_view_is_skipped_and_keeps_its_size(processor, page, tmp_path):
+    saved = tmp_path / "chat.json"
+    saved.write_text(long_chat(12), encoding="utf-8")
+    server = story_server(processor, 400, 0.02)
+    try:
+        open_app(page, server.url)
+        page.get_by_role("tab", name="Save / load").click()
+        page.set_input_files(CHAT_FILE_INPUT, str(saved))
+        page.wait_for_function("() => document.querySelectorAll('#chat-history .message-row').length >= 12",
+                               timeout=60_000)
+        page.wait_for_selector("#chat-history pre code[class*='language-'] .token", timeout=30_000)
+        before, height = page.evaluate(HISTORY_ROWS), page.evaluate(HISTORY_HEIGHT)
+        assert all(row["rendered"] and row["text"] for row in before), "between turns every message is rendered"
+
+        page.fill("#composer textarea", "Tell me a story.")
+        page.keyboard.press("Enter")
+        page.wait_for_function("""() => { const bots = document.querySelectorAll('#chat-live [data-testid="bot"]');
+                                          return bots.length && bots[bots.length - 1].innerText.length > 200; }""",
+                               timeout=60_000)
+        streaming = page.evaluate(HISTORY_ROWS)
+        assert not streaming[0]["rendered"], "the first message, far above the reply, is skipped"
+        assert streaming[-1]["rendered"], "the message just above the reply is not"
+        assert [row["height"] for row in streaming] == pytest.approx([row["height"] for row in before], abs=0.5)
+        assert page.evaluate(HISTORY_HEIGHT) == pytest.approx(height, abs=0.5), "the history keeps its height"
+
+        page.wait_for_function("() => !document.querySelector('#composer textarea').disabled", timeout=120_000)
+        after = page.evaluate(HISTORY_ROWS)
+        assert len(after) >= len(before) + 2 and all(row["rendered"] and row["text"] for row in after), \
+            "once the turn has settled every message is rendered again"
+    finally:
+        server.demo.close()

@@ -146,11 +146,11 @@ def test_the_child_ends_when_the_server_is_killed():
 def test_the_setting(monkeypatch):
     monkeypatch.delenv("SPACES_ZERO_GPU", raising=False)
     monkeypatch.delenv("GEMMA4_GENERATION_PROCESS", raising=False)
+    assert parse_settings([]).generation_process, "on by default"
+    assert not parse_settings(["--no-generation-process"]).generation_process
+    monkeypatch.setenv("GEMMA4_GENERATION_PROCESS", "0")
     assert not parse_settings([]).generation_process
     assert parse_settings(["--generation-process"]).generation_process
-    monkeypatch.setenv("GEMMA4_GENERATION_PROCESS", "1")
-    assert parse_settings([]).generation_process
-    assert not parse_settings(["--no-generation-process"]).generation_process
     monkeypatch.setenv("SPACES_ZERO_GPU", "true")  # `spaces` forks a process per generation itself
     assert not parse_settings(["--generation-process"]).generation_process
     monkeypatch.delenv("SPACES_ZERO_GPU")
