@@ -80,8 +80,9 @@ class Settings:
     request_timeout: float = 120.0
     # Generate in a child process that holds the model (local backend): the model's loop then
     # never waits for the server's Python work (not on ZeroGPU, whose `spaces` forks its own).
-    # In the server's process the bundled model streamed through the app at 0.73-0.91 of its
-    # own speed; in a process of its own, at 0.99 (bench/README.md, "Whole request").
+    # Measured side by side (bench/README.md, "Whole request"), the bundled model streams
+    # through the app at 0.98 of its own speed from a process of its own, and at 0.95
+    # (0.85-1.03 over 10 runs) from the server's.
     generation_process: bool = True
     limits: MediaLimits = field(default_factory=MediaLimits)
 
