@@ -48,15 +48,20 @@ DIR_WRITES = """async () => {
 }"""
 
 
-def test_a_long_chat_with_code_has_no_style_rule_that_restyles_it_all(app_server, page, tmp_path):
+def open_a_chat_with_code(page, url: str, tmp_path) -> None:
+    """The app at `url` with a 12-message chat about code loaded, its code highlighted."""
     saved = tmp_path / "chat.json"
     saved.write_text(long_chat(12), encoding="utf-8")
-    open_app(page, app_server.url)
+    open_app(page, url)
     page.get_by_role("tab", name="Save / load").click()
     page.set_input_files(CHAT_FILE_INPUT, str(saved))
     page.wait_for_function("() => document.querySelectorAll('#chat-history .message-row').length >= 12",
                            timeout=60_000)
     page.wait_for_selector("#chat-history pre code[class*='language-'] .token", timeout=30_000)
+
+
+def test_a_long_chat_with_code_has_no_style_rule_that_restyles_it_all(app_server, page, tmp_path):
+    open_a_chat_with_code(page, app_server.url, tmp_path)
 
     assert page.evaluate(WIDE_RULES) == [], "the highlighter's descendant ::selection rule is narrowed"
     narrowed = page.evaluate(SELECTION_RULES)
@@ -87,16 +92,9 @@ HISTORY_HEIGHT = "() => document.querySelector('#chat-history').getBoundingClien
 
 
 def test_while_a_reply_streams_the_history_out_of_view_is_skipped_and_keeps_its_size(processor, page, tmp_path):
-    saved = tmp_path / "chat.json"
-    saved.write_text(long_chat(12), encoding="utf-8")
     server = story_server(processor, 400, 0.02)
     try:
-        open_app(page, server.url)
-        page.get_by_role("tab", name="Save / load").click()
-        page.set_input_files(CHAT_FILE_INPUT, str(saved))
-        page.wait_for_function("() => document.querySelectorAll('#chat-history .message-row').length >= 12",
-                               timeout=60_000)
-        page.wait_for_selector("#chat-history pre code[class*='language-'] .token", timeout=30_000)
+        open_a_chat_with_code(page, server.url, tmp_path)
         before, height = page.evaluate(HISTORY_ROWS), page.evaluate(HISTORY_HEIGHT)
         assert all(row["rendered"] and row["text"] for row in before), "between turns every message is rendered"
 
