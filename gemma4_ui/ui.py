@@ -72,12 +72,12 @@ CSS = """
 #chatbot .wrapper, #chatbot .bubble-wrap { height: auto !important; max-height: none !important;
                                           overflow: visible !important; }
 #chat-history .bubble-wrap { padding-bottom: 0; }
-/* While a reply streams below it, a long history would be painted, laid out and hit-tested
-   again at every update, wherever it is scrolled (~2 ms more per update with 40 messages):
-   then its messages out of view are skipped (still found by search and read by screen
-   readers), and it is a stacking context of its own, so hit testing the reply does not walk
-   it. Only then: a skipped message has no innerText, and between turns nothing streams.
-   Each message's size is remembered at all times, so a skipped one keeps its height. */
+/* A long history would be painted, laid out and hit-tested again at each update of the reply
+   streaming below it, wherever it is scrolled (~2 ms more per update with 40 messages). So
+   while a turn streams (live-turn) its messages out of view are skipped: search still finds
+   them and screen readers still read them, but a skipped message has no innerText, hence only
+   then. Each message's size is remembered at all times, so a skipped one keeps its height.
+   The history is a stacking context of its own: hit testing the reply does not walk it. */
 #chat-history { isolation: isolate; }
 #chat-history .message-row { contain-intrinsic-size: auto 160px; }
 #chatbot.live-turn #chat-history .message-row { content-visibility: auto; }
