@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
     from gemma4_ui.session import SharedChatHandlers
-    from gemma4_ui.ui import PAGE, build_ui, enable_queue
+    from gemma4_ui.ui import build_ui, enable_queue, page_options
 
     demo = enable_queue(build_ui(SharedChatHandlers(engine, settings)), settings.gpu_concurrency)
     # Quiet: Gradio's own banner tells to "set `share=True` in `launch()`"; this app's way is --share.
@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         server_port=settings.port,
         share=settings.share,
         max_file_size=int(settings.limits.max_file_mb * 1024 * 1024),
-        **PAGE,
+        **page_options(),
         footer_links=["api", "gradio"],
         quiet=True,
         prevent_thread_lock=True,

@@ -111,7 +111,7 @@ def serve(port: int, stats_file: Path) -> None:
     from gemma4_ui import session, ui
     from gemma4_ui.config import parse_settings
     from gemma4_ui.session import SharedChatHandlers
-    from gemma4_ui.ui import PAGE, build_ui, enable_queue
+    from gemma4_ui.ui import build_ui, enable_queue, page_options
 
     # The app's settings as `python app.py --model tiny` takes them (GEMMA4_* variables too).
     settings = parse_settings(["--model", "tiny", "--max-new-tokens-cap", "8192"])
@@ -132,7 +132,7 @@ def serve(port: int, stats_file: Path) -> None:
         expanded_view.MAX_COLOURED = 10**9
     engine = recording_engine(local, stats_file)
     demo = enable_queue(build_ui(SharedChatHandlers(engine, settings)), settings.gpu_concurrency)
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **PAGE,
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **page_options(),
                 max_file_size=int(settings.limits.max_file_mb * 1024 * 1024))
     signal.signal(signal.SIGUSR1, release_free_memory)
     print(READY, flush=True)

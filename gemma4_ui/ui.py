@@ -22,7 +22,7 @@ import gradio as gr
 
 from .chat_history import ChatHistory
 from .config import EXAMPLES_DIR, IMAGE_BUDGETS, Settings
-from . import token_probabilities
+from . import status_timer_fix, token_probabilities
 from .conversation import Conversation
 from .expanded_view import CSS as EXPANDED_VIEW_CSS, LEGEND as EXPANDED_LEGEND
 from .inspector import MESSAGES_CSS, TEMPLATE_CSS, TEMPLATE_LEGEND
@@ -188,11 +188,16 @@ CHAT_SCROLL_JS = """
   follow();"""
 # The page's own script: Gradio runs it once, when the page has loaded.
 PAGE_JS = "() => {%s\n}" % (CHAT_SCROLL_JS + NARROW_SELECTION_RULES_JS + SKIP_UNCHANGED_DIR_JS)
-# What the page gets besides the components (every launch: the app, the tests, the bench).
-# No run history: Gradio would keep every call's inputs and outputs (whole conversations,
-# uploads' paths) in the browser's localStorage, where the next person at a shared demo
-# machine finds them, and re-write all of it to storage twice a second while a reply streams.
-PAGE = dict(css=CSS, js=PAGE_JS, run_history=False)
+
+
+def page_options() -> dict:
+    """What the page gets besides the components, for every launch (the app, the tests, the
+    bench): a new dict each time, since Gradio adds to the FastAPI arguments it is given.
+    No run history: Gradio would keep every call's inputs and outputs (whole conversations,
+    uploads' paths) in the browser's localStorage, where the next person at a shared demo
+    machine finds them, and re-write all of it to storage twice a second while a reply streams."""
+    return dict(css=CSS, js=PAGE_JS, run_history=False, app_kwargs={"routes": status_timer_fix.routes()})
+
 
 # How the Chatbot renders messages. Gradio's Chatbot re-processes its messages on each
 # streamed update, so what a message costs is paid again and again late in a long chat:

@@ -115,13 +115,13 @@ class AppServer:
 def start_app(engine, **overrides) -> AppServer:
     from gemma4_ui.config import Settings
     from gemma4_ui.session import SharedChatHandlers
-    from gemma4_ui.ui import PAGE, build_ui, enable_queue
+    from gemma4_ui.ui import build_ui, enable_queue, page_options
 
     settings = Settings(model="tiny", **overrides)
     session = SharedChatHandlers(engine, settings)
     demo = enable_queue(build_ui(session), settings.gpu_concurrency)
     port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **PAGE,
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **page_options(),
                 max_file_size=int(settings.limits.max_file_mb * 1024 * 1024))
     return AppServer(demo, f"http://127.0.0.1:{port}/", session)
 
