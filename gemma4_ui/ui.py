@@ -195,8 +195,12 @@ def page_options() -> dict:
     bench): a new dict each time, since Gradio adds to the FastAPI arguments it is given.
     No run history: Gradio would keep every call's inputs and outputs (whole conversations,
     uploads' paths) in the browser's localStorage, where the next person at a shared demo
-    machine finds them, and re-write all of it to storage twice a second while a reply streams."""
-    return dict(css=CSS, js=PAGE_JS, run_history=False, app_kwargs={"routes": status_timer_fix.routes()})
+    machine finds them, and re-write all of it to storage twice a second while a reply streams.
+    Rendered in the browser, also where GRADIO_SSR_MODE (a Space's setting) would have Gradio
+    render it on the server with its Node build: this is the page the browser tests check,
+    with the fixed status tracker."""
+    return dict(css=CSS, js=PAGE_JS, run_history=False, ssr_mode=False,
+                app_kwargs={"routes": status_timer_fix.routes()})
 
 
 # How the Chatbot renders messages. Gradio's Chatbot re-processes its messages on each
