@@ -29,10 +29,10 @@ CHUNK = "statustracker-DQF-KcRT.js"
 LOOP, GUARDED = "W&&ze()", "W&&U&&U.isConnected&&ze()"
 
 
-def patched_chunk(assets: Path = Path(BUILD_PATH_LIB)) -> str | None:
+def patched_chunk() -> str | None:
     """The chunk with the guarded loop, or None where this Gradio's build differs (the app
     then serves Gradio's own, and says so)."""
-    path = assets / CHUNK
+    path = Path(BUILD_PATH_LIB) / CHUNK
     source = path.read_text(encoding="utf-8") if path.exists() else ""
     if source.count(LOOP) != 1:
         log.warning("Gradio's status-tracker chunk is not the one this fix knows (%s): its timer is left as it is", CHUNK)
