@@ -22,7 +22,7 @@ import gradio as gr
 
 from .chat_history import ChatHistory
 from .config import EXAMPLES_DIR, IMAGE_BUDGETS, Settings
-from . import status_timer_fix, token_probabilities
+from . import gradio_fixes, token_probabilities
 from .conversation import Conversation
 from .expanded_view import CSS as EXPANDED_VIEW_CSS, LEGEND as EXPANDED_LEGEND
 from .inspector import MESSAGES_CSS, TEMPLATE_CSS, TEMPLATE_LEGEND
@@ -198,9 +198,9 @@ def page_options() -> dict:
     machine finds them, and re-write all of it to storage twice a second while a reply streams.
     Rendered in the browser, also where GRADIO_SSR_MODE (a Space's setting) would have Gradio
     render it on the server with its Node build: this is the page the browser tests check,
-    with the fixed status tracker."""
+    with the fixed Gradio chunks (gradio_fixes)."""
     return dict(css=CSS, js=PAGE_JS, run_history=False, ssr_mode=False,
-                app_kwargs={"routes": status_timer_fix.routes()})
+                app_kwargs={"routes": gradio_fixes.routes()})
 
 
 # How the Chatbot renders messages. Gradio's Chatbot re-processes its messages on each

@@ -1,0 +1,115 @@
+"""Gradio's page code as the app serves it (gemma4_ui/gradio_fixes.py says why and how it is
+fixed): a page at rest asks Chromium for no frames, after loading and after a turn (Gradio's
+status tracker left its timer asking for one 60 times a second once the loading indicator had
+gone); a streamed update reads back only the streaming event's components."""
+
+from __future__ import annotations
+
+import statistics
+
+from gemma4_ui import gradio_fixes
+from test_browser import open_app
+
+# Installed before the page's own scripts, so Gradio's modules keep this function as
+# their requestAnimationFrame: it counts every frame asked for.
+COUNT_FRAME_REQUESTS = """(() => {
+  const ask = window.requestAnimationFrame.bind(window);
+  window.__frameRequests = 0;
+  window.requestAnimationFrame = (callback) => { window.__frameRequests += 1; return ask(callback); };
+})()"""
+# Frames asked for in each second, until a second with none (or 20 seconds).
+QUIET_SECONDS = """async () => {
+  const counts = [];
+  while (counts.length < 20) {
+    const before = window.__frameRequests;
+    await new Promise((done) => setTimeout(done, 1000));
+    counts.push(window.__frameRequests - before);
+    if (counts[counts.length - 1] === 0) break;
+  }
+  return counts;
+}"""
+
+
+def test_the_fixes_apply_to_this_gradio():
+    for fix in gradio_fixes.FIXES:
+        source = fix.patched()
+        assert source is not None, fix.chunk
+        assert all(source.count(new) == 1 for _, new in fix.edits), fix.chunk
+    assert [route.path for route in gradio_fixes.routes()] == [f"/assets/{fix.chunk}" for fix in gradio_fixes.FIXES]
+
+
+def test_a_build_the_fix_does_not_know_is_served_unchanged(caplog):
+    unknown = gradio_fixes.ChunkFix(gradio_fixes.STATUS_TIMER.chunk, (("no such code", "x"),), "a test's fix")
+    assert unknown.patched() is None
+    assert "left as it is" in caplog.text
+
+
+def test_a_page_at_rest_asks_for_no_frames(app_server, page):
+    page.add_init_script(COUNT_FRAME_REQUESTS)
+    open_app(page, app_server.url)
+    counts = page.evaluate(QUIET_SECONDS)
+    assert counts[-1] == 0, f"frames asked for each second after loading: {counts}"
+    assert page.evaluate("document.querySelector('[data-testid=status-tracker]') !== null")
+
+    page.fill("#composer textarea", "Hello")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#chat-history .bot-row", timeout=60_000)
+    page.wait_for_function("() => !document.querySelector('#composer textarea').disabled", timeout=60_000)
+    counts = page.evaluate(QUIET_SECONDS)
+    assert counts[-1] == 0, f"frames asked for each second after a turn: {counts}"
+
+
+# Installed after loading: Svelte's $state.snapshot, with which Gradio reads a component's
+# state back into its tree, clones each value with the global structuredClone.
+COUNT_READ_BACKS = """() => {
+  const clone = window.structuredClone;
+  window.__clones = 0;
+  window.structuredClone = (...args) => { window.__clones += 1; return clone(...args); };
+  window.__clonesAtChange = [];  // at each frame that shows a change of the live chat
+  let asked = false;
+  new MutationObserver(() => {
+    if (asked) return;
+    asked = true;
+    requestAnimationFrame(() => { window.__clonesAtChange.push(window.__clones); asked = false; });
+  }).observe(document.querySelector('#chat-live'), {subtree: true, childList: true, characterData: true});
+}"""
+
+
+def read_backs_per_update(page, message: str) -> float:
+    """Values Gradio reads back per visible update while the reply to `message` streams: the
+    median update's (the start and end of an event, this turn's or the inspector's refresh
+    beside it, read everything back, as they should)."""
+    page.evaluate(COUNT_READ_BACKS)
+    page.fill("#composer textarea", message)
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => document.querySelector('#composer textarea').disabled", timeout=30_000)
+    page.wait_for_function("() => !document.querySelector('#composer textarea').disabled", timeout=120_000)
+    at_change = page.evaluate("window.__clonesAtChange")
+    assert len(at_change) >= 10, f"the reply streamed in {len(at_change)} visible updates"
+    return statistics.median(b - a for a, b in zip(at_change, at_change[1:]))
+
+
+def test_a_streamed_update_reads_back_only_the_streaming_event(app_server, page, tmp_path):
+    """Gradio read back, at each streamed message, every component that a finished event had
+    as an input or progress target: here ~250 values per update (the settings, the composer,
+    the loaded conversation's inputs), more the more a session had used. The live Chatbot's
+    own state, what the streaming event changes, is ~40."""
+    from bench.scripted_reply import long_chat
+    from conftest import CHAT_FILE_INPUT
+
+    open_app(page, app_server.url)
+    page.get_by_role("tab", name="Settings").click()
+    field = page.locator("#max-new-tokens input[type=number]")
+    field.fill("150")
+    field.press("Enter")
+    page.locator("#thinking input").check()
+    page.get_by_role("tab", name="Inspector").click()
+    saved = tmp_path / "chat.json"
+    saved.write_text(long_chat(6), encoding="utf-8")
+    page.get_by_role("tab", name="Save / load").click()
+    page.set_input_files(CHAT_FILE_INPUT, str(saved))
+    page.wait_for_function("() => document.querySelectorAll('#chat-history .message-row').length == 6",
+                           timeout=60_000)
+    page.wait_for_timeout(1500)  # the inspector's refresh after loading
+    per_update = read_backs_per_update(page, "Plan a day trip to Lisbon in three steps.")
+    assert per_update < 100, per_update
