@@ -52,8 +52,9 @@ LAYERS_CSS = """
 CSS = """
 /* The chat takes the height the screen has (a projector, a laptop, a phone), so the
    composer and the last message are on the first screen; what sits above and below the
-   chat (the header, the composer, the buttons) is what the calc subtracts. */
-:root { --chat-height: max(320px, calc(100dvh - 250px)); }
+   chat (the header, the composer, the buttons) is what the calc subtracts. Set on the chat
+   itself: Gradio scopes the rules inside a @media to its container, where :root is not. */
+#chatbot { --chat-height: max(320px, calc(100dvh - 250px)); }
 #header { flex-wrap: nowrap; align-items: center; gap: 12px; }
 #header > * { min-width: 0; }
 #title { flex: 0 0 auto; width: auto; }
@@ -82,6 +83,8 @@ CSS = """
 #chat-history .message-row { contain-intrinsic-size: auto 160px; }
 #chatbot.live-turn #chat-history .message-row { content-visibility: auto; }
 #chat-live .bubble-wrap { padding-top: var(--spacing-xxl); }
+/* The empty chat's prompt, when it wraps (a phone), keeps off the box's edges. */
+#chatbot .placeholder { padding-inline: var(--spacing-xl); text-align: center; }
 /* live-shown, live-turn: the live part shows a message, a turn (CHAT_SCROLL_JS sets them). */
 #chat-live .top-panel, /* its own Clear: the history's clears the whole chat */
 #chat-live .placeholder-content,
@@ -108,8 +111,15 @@ footer .divider:last-child { display: none; }
 #actions { flex-wrap: nowrap; }
 #actions > button { min-width: 0; }
 @media (max-width: 640px) {
-  :root { --chat-height: max(240px, calc(100dvh - 250px)); }
-  /* Examples in the empty chat: two compact columns, all on the first screen. */
+  #chatbot { --chat-height: max(240px, calc(100dvh - 250px)); }
+}
+/* A short screen (a phone held sideways): the chat takes what the header and the composer
+   leave, and the buttons below them are a scroll away. */
+@media (max-height: 500px) {
+  #chatbot { --chat-height: max(150px, calc(100dvh - 165px)); }
+}
+@media (max-width: 640px), (max-height: 500px) {
+  /* Examples in the empty chat: two compact columns. */
   #chatbot .examples { grid-template-columns: repeat(2, minmax(0, 1fr)); padding: var(--spacing-md);
                        gap: var(--spacing-md); }
   #chatbot .example { padding: var(--spacing-md) var(--spacing-lg); }
@@ -181,13 +191,23 @@ CHAT_SCROLL_JS = """
     const grown = new ResizeObserver(() => {
       box.classList.toggle('live-shown', live.querySelector('.message-row') !== null);
       box.classList.toggle('live-turn', live.querySelector('.user-row') !== null);
-      if (pinned) box.scrollTop = box.scrollHeight;
+      // (an empty chat shows its examples from the first)
+      if (pinned && box.querySelector('.message-row')) box.scrollTop = box.scrollHeight;
     });
     box.querySelectorAll(':scope > .block').forEach((part) => grown.observe(part));
   };
   follow();"""
 # The page's own script: Gradio runs it once, when the page has loaded.
 PAGE_JS = "() => {%s\n}" % (CHAT_SCROLL_JS + NARROW_SELECTION_RULES_JS + SKIP_UNCHANGED_DIR_JS)
+
+
+# Gradio's default theme declares its fonts at weights 400 and 600, and the 600 files it ships
+# hold a handful of glyphs each: every bold word (the title, table headers, <b>, bold code) was
+# drawn in two fonts, those few letters in the theme's and the rest in the system's fallback.
+# The full Bold files it also ships serve the heavier weights instead.
+THEME_FONTS = dict(
+    font=[gr.themes.LocalFont("Source Sans Pro", weights=(400, 700)), "ui-sans-serif", "system-ui", "sans-serif"],
+    font_mono=[gr.themes.LocalFont("IBM Plex Mono", weights=(400, 700)), "ui-monospace", "Consolas", "monospace"])
 
 
 def page_options() -> dict:
@@ -199,7 +219,7 @@ def page_options() -> dict:
     Rendered in the browser, also where GRADIO_SSR_MODE (a Space's setting) would have Gradio
     render it on the server with its Node build: this is the page the browser tests check,
     with the fixed Gradio chunks (gradio_fixes)."""
-    return dict(css=CSS, js=PAGE_JS, run_history=False, ssr_mode=False,
+    return dict(css=CSS, js=PAGE_JS, theme=gr.themes.Default(**THEME_FONTS), run_history=False, ssr_mode=False,
                 app_kwargs={"routes": gradio_fixes.routes()})
 
 

@@ -1,4 +1,5 @@
-"""Where things sit on the screens demos happen on: a phone (touch), a laptop, a projector.
+"""Where things sit on the screens demos happen on: a phone (touch, upright and sideways), a
+laptop, a projector.
 Each test leaves a screenshot of what it checked in test-artifacts/."""
 
 from __future__ import annotations
@@ -102,6 +103,71 @@ def test_an_example_is_one_tap_away_and_the_reply_stays_on_the_first_screen(app_
         screenshot(page, "layout-phone-after-a-reply")
     finally:
         context.close()
+
+
+# Phones held sideways: a short screen, wide enough for the inspector beside the chat or not.
+SHORT_SCREENS = {
+    "phone-sideways": dict(viewport={"width": 844, "height": 390}, device_scale_factor=3, is_mobile=True, has_touch=True),
+    "small-phone-sideways": dict(viewport={"width": 640, "height": 360}, device_scale_factor=3, is_mobile=True,
+                                 has_touch=True),
+}
+
+
+@pytest.mark.parametrize("name", list(SHORT_SCREENS))
+def test_a_short_screen_holds_the_chat_and_the_composer_and_keeps_them_there(name, app_server, browser):
+    context = browser.new_context(**SHORT_SCREENS[name])
+    page = context.new_page()
+    try:
+        page.goto(app_server.url)
+        page.wait_for_selector("#chatbot .example", timeout=60_000)
+        height = page.viewport_size["height"]
+        assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth + 1")
+        for selector in ("#chatbot", "#composer"):
+            assert on_first_screen(page, selector), f"{selector} is on the first screen ({name})"
+        chat, composer = box(page, "#chatbot"), box(page, "#composer")
+        assert composer["y"] - (chat["y"] + chat["height"]) < 40, "the composer sits right under the chat"
+        assert composer["y"] + composer["height"] > height - 40, "the chat takes the height the header leaves"
+        # The empty chat shows its examples from the first one.
+        assert page.evaluate("document.querySelector('#chatbot').scrollTop") == 0
+        first = page.locator("#chatbot .example").first.bounding_box()
+        assert chat["y"] <= first["y"] and first["y"] + first["height"] <= chat["y"] + chat["height"]
+
+        page.locator("#composer textarea").fill("Plan a day trip to Lisbon.")
+        page.locator("#composer button.submit-button").tap()
+        page.wait_for_function("() => document.querySelector('#composer textarea').disabled", timeout=30_000)
+        page.wait_for_function(IDLE, timeout=120_000)
+        assert page.evaluate("window.scrollY") == 0, "the page stays where it was: the chat and the composer in view"
+        last = page.locator("#chatbot .message-row").last.bounding_box()
+        assert chat["y"] < last["y"] + last["height"] <= chat["y"] + chat["height"] + 1, "the reply's end shows"
+        assert on_first_screen(page, "#composer")
+        screenshot(page, f"layout-{name}-after-a-reply")
+    finally:
+        context.close()
+
+
+def fonts_drawing(page, cdp, selector: str) -> set[str]:
+    """The fonts Chromium drew the element's text in, by family (emoji aside)."""
+    node = cdp.send("DOM.querySelector", {"nodeId": cdp.send("DOM.getDocument")["root"]["nodeId"],
+                                          "selector": selector})["nodeId"]
+    assert node, f"{selector} is on the page"
+    fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
+    return {f["familyName"] for f in fonts} - {"Noto Color Emoji"}
+
+
+def test_bold_text_is_drawn_in_the_theme_fonts_alone(app_server, page):
+    page.goto(app_server.url)
+    page.locator("#composer textarea").fill("How many tokens is this?")
+    page.wait_for_selector("#token-counts th", timeout=30_000)
+    page.evaluate("""() => { const b = document.createElement('b'); b.id = 'bold-code';
+                             b.style.fontFamily = 'var(--font-mono)'; b.textContent = 'def tokens(): return 42';
+                             document.querySelector('#token-counts').append(b); }""")
+    page.evaluate("document.fonts.ready")
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("DOM.enable")
+    cdp.send("CSS.enable")
+    for selector in ("#title h2", "#token-counts th", "#token-counts td b"):
+        assert fonts_drawing(page, cdp, selector) == {"Source Sans 3"}, f"{selector}: one font, the theme's"
+    assert fonts_drawing(page, cdp, "#bold-code") == {"IBM Plex Mono"}, "bold code: the theme's mono font"
 
 
 LAYERS = ("#layer-messages", "#layer-template", "#layer-expanded")
