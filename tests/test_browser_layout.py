@@ -141,6 +141,10 @@ def test_a_short_screen_holds_the_chat_and_the_composer_and_keeps_them_there(nam
         assert chat["y"] < last["y"] + last["height"] <= chat["y"] + chat["height"] + 1, "the reply's end shows"
         assert on_first_screen(page, "#composer")
         screenshot(page, f"layout-{name}-after-a-reply")
+        # A new conversation shows the examples from the first again.
+        page.locator("#new-chat").tap()
+        page.wait_for_selector("#chatbot .example", timeout=30_000)
+        page.wait_for_function("() => document.querySelector('#chatbot').scrollTop === 0", timeout=10_000)
     finally:
         context.close()
 
