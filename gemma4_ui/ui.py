@@ -113,12 +113,15 @@ footer .divider:last-child { display: none; }
 @media (max-width: 640px) {
   #chatbot { --chat-height: max(240px, calc(100dvh - 250px)); }
 }
-/* A short screen (a phone held sideways): the chat takes what the header and the composer
-   leave, and the buttons below them are a scroll away. */
-@media (max-height: 500px) {
-  #chatbot { --chat-height: max(150px, calc(100dvh - 165px)); }
+/* A short screen (a phone held sideways): the gaps and the composer's padding tighten, so
+   that the chat, the composer and the Stop button all fit; the chat takes what they leave. */
+@media (max-height: 560px) {
+  #chatbot { --chat-height: max(150px, calc(100dvh - 170px)); }
+  #header { margin-bottom: calc(-1 * var(--spacing-md)); }
+  #chat-column { gap: var(--spacing-md); }
+  #composer .full-container { padding-block: var(--spacing-xs); }
 }
-@media (max-width: 640px), (max-height: 500px) {
+@media (max-width: 640px), (max-height: 560px) {
   /* Examples in the empty chat: two compact columns. */
   #chatbot .examples { grid-template-columns: repeat(2, minmax(0, 1fr)); padding: var(--spacing-md);
                        gap: var(--spacing-md); }
@@ -489,7 +492,7 @@ def build_layout(handlers: SharedChatHandlers) -> Layout:
         gr.HTML(_status_html(handlers.engine.status), elem_id="model-status", padding=False)
 
     with gr.Row(equal_height=False):
-        with gr.Column(scale=3, min_width=320):
+        with gr.Column(scale=3, min_width=320, elem_id="chat-column"):
             chat = _chat_column()
         with gr.Column(scale=2, min_width=320, elem_id="side-column"):
             with gr.Tabs():

@@ -122,11 +122,11 @@ def test_a_short_screen_holds_the_chat_and_the_composer_and_keeps_them_there(nam
         page.wait_for_selector("#chatbot .example", timeout=60_000)
         height = page.viewport_size["height"]
         assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth + 1")
-        for selector in ("#chatbot", "#composer"):
+        for selector in ("#chatbot", "#composer", "#stop", "#new-chat"):
             assert on_first_screen(page, selector), f"{selector} is on the first screen ({name})"
-        chat, composer = box(page, "#chatbot"), box(page, "#composer")
+        chat, composer, stop = box(page, "#chatbot"), box(page, "#composer"), box(page, "#stop")
         assert composer["y"] - (chat["y"] + chat["height"]) < 40, "the composer sits right under the chat"
-        assert composer["y"] + composer["height"] > height - 40, "the chat takes the height the header leaves"
+        assert stop["y"] + stop["height"] > height - 40, "the chat takes the height the rest leaves"
         # The empty chat shows its examples from the first one.
         assert page.evaluate("document.querySelector('#chatbot').scrollTop") == 0
         first = page.locator("#chatbot .example").first.bounding_box()
