@@ -221,7 +221,8 @@ def page_options() -> dict:
     machine finds them, and re-write all of it to storage twice a second while a reply streams.
     Rendered in the browser, also where GRADIO_SSR_MODE (a Space's setting) would have Gradio
     render it on the server with its Node build: this is the page the browser tests check,
-    with the fixed Gradio chunks (gradio_fixes)."""
+    with the fixed Gradio chunks (gradio_fixes). Gradio's default theme, with whole bold fonts
+    (THEME_FONTS)."""
     return dict(css=CSS, js=PAGE_JS, theme=gr.themes.Default(**THEME_FONTS), run_history=False, ssr_mode=False,
                 app_kwargs={"routes": gradio_fixes.routes()})
 
