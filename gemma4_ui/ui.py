@@ -192,10 +192,11 @@ CHAT_SCROLL_JS = """
       else if (dragging || performance.now() < readerUntil) pinned = false;
     }, {passive: true});
     const grown = new ResizeObserver(() => {
-      box.classList.toggle('live-shown', live.querySelector('.message-row') !== null);
+      const liveShown = live.querySelector('.message-row') !== null;
+      box.classList.toggle('live-shown', liveShown);
       box.classList.toggle('live-turn', live.querySelector('.user-row') !== null);
       // (an empty chat shows its examples from the first)
-      if (pinned && box.querySelector('.message-row')) box.scrollTop = box.scrollHeight;
+      if (pinned && (liveShown || box.querySelector('.message-row'))) box.scrollTop = box.scrollHeight;
     });
     box.querySelectorAll(':scope > .block').forEach((part) => grown.observe(part));
   };

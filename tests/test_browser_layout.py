@@ -149,7 +149,7 @@ def test_a_short_screen_holds_the_chat_and_the_composer_and_keeps_them_there(nam
         context.close()
 
 
-def fonts_drawing(page, cdp, selector: str) -> set[str]:
+def fonts_drawing(cdp, selector: str) -> set[str]:
     """The fonts Chromium drew the element's text in, by family (emoji aside)."""
     node = cdp.send("DOM.querySelector", {"nodeId": cdp.send("DOM.getDocument")["root"]["nodeId"],
                                           "selector": selector})["nodeId"]
@@ -170,8 +170,8 @@ def test_bold_text_is_drawn_in_the_theme_fonts_alone(app_server, page):
     cdp.send("DOM.enable")
     cdp.send("CSS.enable")
     for selector in ("#title h2", "#token-counts th", "#token-counts td b"):
-        assert fonts_drawing(page, cdp, selector) == {"Source Sans 3"}, f"{selector}: one font, the theme's"
-    assert fonts_drawing(page, cdp, "#bold-code") == {"IBM Plex Mono"}, "bold code: the theme's mono font"
+        assert fonts_drawing(cdp, selector) == {"Source Sans 3"}, f"{selector}: one font, the theme's"
+    assert fonts_drawing(cdp, "#bold-code") == {"IBM Plex Mono"}, "bold code: the theme's mono font"
 
 
 LAYERS = ("#layer-messages", "#layer-template", "#layer-expanded")
