@@ -174,7 +174,7 @@ def exported_history(client) -> list[dict]:
     from gemma4_ui.conversation import to_gemma_messages
     from gemma4_ui.media import MediaLimits
 
-    files = client.predict("", api_name="/export")
+    files = client.predict(api_name="/export")
     saved = httpx.get(files[0]["url"], timeout=60).text
     conversation = transcript.load(saved, MediaLimits()).conversation
     return to_gemma_messages(conversation)

@@ -34,6 +34,7 @@ from .display import StreamingRender, edited_text, render, settled, turn_of_mess
 from .engine import Engine
 from .events import ToolCall
 from .inspector import SingleFlight, counting_processor
+from .inspector_updates import PLAIN_TEXT, InspectorShown
 from .loading import BUNDLED_TRAINED
 from .media import MediaError, MediaItem, MediaLimits
 from .media_files import load_upload
@@ -212,7 +213,7 @@ class UserSession:
         # The turn (index) whose media the soft-token map shows, picked by clicking a message;
         # None: the draft's media, or else the latest message's.
         self.mapped_turn: int | None = None
-        self.inspector_shown: tuple | None = None  # the inspector's layers as last sent to the browser
+        self.inspector = InspectorShown()  # what this page's inspector shows
 
     def __deepcopy__(self, memo) -> "UserSession":
         return UserSession(self._shared_tools)
@@ -513,16 +514,25 @@ class SharedChatHandlers:
                           options: ChatOptions) -> tuple:
         """The inspector's components (InspectorTab.layers): counts, layer 1 and its plain text,
         layer 2 and its plain text, layer 3's plain text, a note when the draft is refused, the
-        soft-token maps and layer 3 in colour."""
+        soft-token maps and layer 3 in colour; each as far as the page lacks it (InspectorShown)."""
         view = self.inspect(value, conversation, session, show_ids, options)
         note = gr.update(value=literal(f"⚠️ {view.warning}"), visible=True) if view.warning else gr.update(visible=False)
         layers = (view.counts, view.messages, view.messages_raw, view.template, view.template_raw, view.expanded, note,
                   view.maps, view.expanded_colour)
-        # A layer the browser already shows is not sent again: a long chat's layers are large
-        # (the template and the coloured tokens of 20k tokens), and re-drawing one blocks the
-        # page for a few hundred ms, as each refresh did when a message was sent.
-        shown, session.inspector_shown = session.inspector_shown or (None,) * len(layers), layers
-        return tuple(gr.skip() if old is not None and old == new else new for old, new in zip(shown, layers))
+        return session.inspector.updates(layers)
+
+    @staticmethod
+    def resend_inspector(session: UserSession) -> None:
+        """The page could not apply a layer's patch: the next refresh sends the whole inspector."""
+        session.inspector.forget()
+
+    @staticmethod
+    def show_plain_text(name: str, shown: bool, session: UserSession):
+        """A layer's "Plain text (copy)" opened (the refresh that follows fills it) or closed
+        (emptied: it is not kept up to date while closed)."""
+        assert name in PLAIN_TEXT, name
+        session.inspector.show_plain_text(name, shown)
+        return gr.skip() if shown else ""
 
     def inspect(self, value, conversation: Conversation, session: UserSession, show_ids: bool,
                 options: ChatOptions) -> "InspectorView":
@@ -621,13 +631,17 @@ class SharedChatHandlers:
 
     # -- saving and loading ------------------------------------------------------------------------
 
-    def export_files(self, conversation: Conversation, raw_template: str, session: UserSession,
-                     options: ChatOptions) -> list[str]:
-        """The /export endpoint: the conversation (media embedded) and the raw template, as files."""
+    def export_files(self, conversation: Conversation, session: UserSession, options: ChatOptions) -> list[str]:
+        """The /export endpoint: the conversation (media embedded) and its raw template (what
+        apply_chat_template makes of it with these settings; empty where the processor is not
+        available), as files."""
         folder = Path(tempfile.mkdtemp(prefix="gemma4_export_"))
         chat_path, template_path = folder / "gemma4_conversation.json", folder / "gemma4_prompt.txt"
         chat_path.write_text(transcript.dumps(conversation, options, session.declared), encoding="utf-8")
-        template_path.write_text(raw_template or "", encoding="utf-8")
+        spec = build_spec(conversation, options, session.tools(), self.engine.audio_first)
+        processor = self.engine.processor
+        template_path.write_text(template_text(processor, spec) if processor and spec.messages else "",
+                                 encoding="utf-8")
         return [str(chat_path), str(template_path)]
 
     def load_chat(self, file, session: UserSession):

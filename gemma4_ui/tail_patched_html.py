@@ -3,10 +3,18 @@ change at the end: the inspector's layers while a draft is typed or a turn ends.
 
 gr.HTML replaces its content by walking the old and new DOM side by side, node by node: with
 the thousands of spans of a long chat's tokens that walk alone blocks the page for ~170 ms,
-however little changed. Here the value is the view's pieces (each exactly one HTML element)
-joined by SEPARATOR; the component's template holds only the frame, so Gradio's own walk has
-nothing to do, and a small script keeps the pieces the page shows that equal the new ones
-from the start, removes the rest and appends the new rest, a few milliseconds at a time.
+however little changed. Here the view is a list of pieces (each exactly one HTML element),
+the component's template holds only the frame, so Gradio's own walk has nothing to do, and a
+small script keeps the pieces the page shows that equal the new ones from the start, removes
+the rest and appends the new rest, a few milliseconds at a time.
+
+What travels is a patch, not the view (`TailPatches`): the number of pieces to keep from the
+view the page has, and the pieces after them. A long chat's layers are ~300 KB, and Gradio's
+page copies and serialises every value it receives several times over (structured clones of
+its state, JSON of the props): the whole view at each keystroke of a draft was a 50-80 ms
+task, and one landing while a reply streams made the reply stutter. Each patch names the
+version it applies to; a page that does not have it (a patch lost to a re-mount, or events
+that ended out of order) asks for the whole view again (the component's `clear` event).
 The pieces are made in Python from escaped text and numbers only (see the callers); the
 script adds no markup of its own.
 """
@@ -14,16 +22,24 @@ script adds no markup of its own.
 from __future__ import annotations
 
 import html
+import re
 
 import gradio as gr
 
 # An empty HTML comment: escaped text cannot contain it ("<" is escaped), and the joined
 # value still reads as the whole view.
 SEPARATOR = "<!---->"
+# A patch: version, base version (-1: none, the pieces are the whole view), pieces to keep.
+_HEADER = "<!--tph {version} {base} {keep}-->"
+_HEADER_PATTERN = r"^<!--tph (\d+) (-?\d+) (\d+)-->"
 
 _PATCH_JS = """
 const body = element.querySelector('.tph-body');
 const frame = element.querySelector('.tph-frame');
+// The view as the patches made it, kept on the page (not in this element) so that a re-mount
+// of the component starts from it: the value it then finds is only the last patch.
+const views = window.__tailPatchedViews ??= {};
+const view = views[%(key)r] ??= {version: -1, pieces: []};
 let shown = [], target = [], patching = false;
 // The patch goes in slices of a few milliseconds, each its own task, so that a big change
 // (a long reply's tokens, the colour cut moving on) never blocks the page: a reply streaming
@@ -50,27 +66,68 @@ const slice = () => {
   patching = shown.length !== target.length || same !== target.length;
   if (patching) setTimeout(slice, 0);
 };
+const apply = (value) => {
+  const head = new RegExp(%(header)r).exec(value);
+  if (!head) return;  // no patch yet
+  const [version, base, keep] = head.slice(1).map(Number);
+  if (version <= view.version) return;  // the page has this one, or a newer one
+  if (base >= 0 && base !== view.version) { trigger('clear'); return; }
+  const rest = value.slice(head[0].length);
+  view.pieces = view.pieces.slice(0, base >= 0 ? keep : 0).concat(rest ? rest.split(%(separator)r) : []);
+  view.version = version;
+};
 const patch = () => {
-  const value = props.value || '';
-  frame.hidden = !value;
-  target = value ? value.split(%(separator)r) : [];
+  apply(props.value || '');
+  frame.hidden = !view.pieces.length;
+  target = view.pieces;
   if (!patching) { patching = true; slice(); }
 };
 patch();
 watch('value', patch);
-""" % {"separator": SEPARATOR}
+"""
 
 
 def joined(pieces: list[str]) -> str:
     return SEPARATOR.join(pieces)
 
 
+class TailPatches:
+    """The patches that bring one page's view from what it has to a new one. Not thread-safe:
+    the caller holds the lock of what the page shows."""
+
+    def __init__(self):
+        self.version = -1  # of the last patch made, for any view (versions only grow)
+
+    def patch(self, shown: str | None, shown_version: int, value: str) -> tuple[str, int]:
+        """(the patch from `shown`, at `shown_version`, to `value`; its version). `shown`
+        None: the page's view is unknown, and the patch holds the whole view."""
+        self.version += 1
+        new = value.split(SEPARATOR) if value else []
+        if shown is None:
+            return _HEADER.format(version=self.version, base=-1, keep=0) + value, self.version
+        old = shown.split(SEPARATOR) if shown else []
+        keep = 0
+        while keep < min(len(old), len(new)) and old[keep] == new[keep]:
+            keep += 1
+        header = _HEADER.format(version=self.version, base=shown_version, keep=keep)
+        return header + joined(new[keep:]), self.version
+
+
+def view_of(patch: str) -> tuple[int, int, int, list[str]]:
+    """(version, base, keep, pieces) of a patch: for tests and readers of the protocol."""
+    head = re.match(_HEADER_PATTERN, patch)
+    rest = patch[head.end():]
+    return int(head[1]), int(head[2]), int(head[3]), rest.split(SEPARATOR) if rest else []
+
+
 def tail_patched_html(elem_id: str, label: str, head: str = "", body_class: str = "") -> gr.HTML:
     """A gr.HTML in a block like Gradio's own: `label`, then `head` (fixed HTML, e.g. a
-    legend), then the pieces of its value; all hidden while the value is empty."""
+    legend), then the view its patches make; all hidden while the view is empty. Its value
+    is a patch (`TailPatches`); its `clear` event asks for the whole view."""
     frame = (f"<div class='tph-frame' hidden><span class='tph-label'>{html.escape(label)}</span>{head}"
              f"<div class='tph-body {body_class}'></div></div>")
-    return gr.HTML(elem_id=elem_id, html_template=frame, js_on_load=_PATCH_JS)
+    script = _PATCH_JS % {"separator": SEPARATOR, "header": _HEADER_PATTERN, "key": elem_id}
+    return gr.HTML(elem_id=elem_id, html_template=frame, js_on_load=script)
 
 
 CSS = """

@@ -75,13 +75,14 @@ CSS = """
 #chat-history .bubble-wrap { padding-bottom: 0; }
 /* A long history would be painted, laid out and hit-tested again at each update of the reply
    streaming below it, wherever it is scrolled (~2 ms more per update with 40 messages). So
-   while a turn streams (live-turn) its messages out of view are skipped: search still finds
-   them and screen readers still read them, but a skipped message has no innerText, hence only
-   then. Each message's size is remembered at all times, so a skipped one keeps its height.
+   its messages out of view are skipped: search still finds them, screen readers still read
+   them, and each keeps its height (its size is remembered). At all times: skipped only while
+   a turn streamed, the switch at a turn's start and end restyled, laid out and repainted the
+   whole history (the frame that ends a turn in a 40-message chat: 65 ms, 43 without the
+   switch). A skipped message has no innerText (textContent has it all).
    The history is a stacking context of its own: hit testing the reply does not walk it. */
 #chat-history { isolation: isolate; }
-#chat-history .message-row { contain-intrinsic-size: auto 160px; }
-#chatbot.live-turn #chat-history .message-row { content-visibility: auto; }
+#chat-history .message-row { content-visibility: auto; contain-intrinsic-size: auto 160px; }
 #chat-live .bubble-wrap { padding-top: var(--spacing-xxl); }
 /* The empty chat's prompt, when it wraps (a phone), keeps off the box's edges. */
 #chatbot .placeholder { padding-inline: var(--spacing-xl); text-align: center; }
@@ -331,6 +332,7 @@ class InspectorTab:
     export: gr.Button
     exported: gr.File
     upload_chat: gr.UploadButton
+    plain_text_views: dict[str, gr.Accordion]  # by layer name (inspector_updates.PLAIN_TEXT)
 
     @property
     def layers(self) -> list:
@@ -411,19 +413,19 @@ def _inspector_tab() -> InspectorTab:
             with gr.Column(elem_id="layer-messages", min_width=0):
                 messages = tail_patched_html("template-messages", "Layer 1: data passed to apply_chat_template",
                                              body_class="jv-lines")
-                with gr.Accordion("Plain text (copy)", open=False):
+                with gr.Accordion("Plain text (copy)", open=False) as messages_text_view:
                     messages_text = gr.Textbox(show_label=False, lines=14, max_lines=30, buttons=["copy"],
                                                interactive=False, elem_id="template-messages-text")
             with gr.Column(elem_id="layer-template", min_width=0):
                 template = tail_patched_html("template-raw", "Layer 2: apply_chat_template(tokenize=False)",
                                              head=TEMPLATE_LEGEND, body_class="tv-tokens")
-                with gr.Accordion("Plain text (copy)", open=False):
+                with gr.Accordion("Plain text (copy)", open=False) as template_text_view:
                     template_text = gr.Textbox(show_label=False, lines=14, max_lines=30, buttons=["copy"],
                                                interactive=False, elem_id="template-text")
             with gr.Column(elem_id="layer-expanded", min_width=0):
                 expanded_colour = tail_patched_html("template-expanded-colour", "Layer 3: processor(...) input_ids",
                                                     head=EXPANDED_LEGEND, body_class="xv-tokens")
-                with gr.Accordion("Plain text (copy)", open=False):
+                with gr.Accordion("Plain text (copy)", open=False) as expanded_text_view:
                     show_ids = gr.Checkbox(label="Show token ids", value=False)
                     expanded = gr.Textbox(
                         elem_id="template-expanded", lines=14, max_lines=30, buttons=["copy"],
@@ -443,7 +445,9 @@ def _inspector_tab() -> InspectorTab:
             upload_chat = gr.UploadButton("⬆ Load a conversation (JSON)", file_types=[".json"], size="sm",
                                           elem_id="upload-chat")
     return InspectorTab(counts, note, soft_tokens, messages, messages_text, template, template_text, show_ids, expanded,
-                        expanded_colour, reply_stats, raw_output, parsed_output, export, exported, upload_chat)
+                        expanded_colour, reply_stats, raw_output, parsed_output, export, exported, upload_chat,
+                        {"messages_text": messages_text_view, "template_text": template_text_view,
+                         "expanded": expanded_text_view})
 
 
 def _settings_tab(defaults: ChatOptions, settings: Settings) -> dict:
@@ -655,6 +659,15 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
     for component in (chat.composer, inspector.show_ids):
         component.change(**live)
     demo.load(**live)
+    # A coloured layer that could not apply its patch asks for the whole inspector (tail_patched_html).
+    for layer in (inspector.messages, inspector.template, inspector.expanded_colour):
+        layer.clear(handlers.resend_inspector, [session], None, queue=False, **private).then(**live)
+    # A plain text is filled while its accordion is open (inspector_updates says why).
+    for name, view in inspector.plain_text_views.items():
+        box = getattr(inspector, name)
+        for event, shown in ((view.expand, True), (view.collapse, False)):
+            event(functools.partial(handlers.show_plain_text, name, shown), [session], box, queue=False,
+                  **quiet, **private).then(**live)
     # A click on a message maps its media (the soft-token map shows that message's).
     chat.history.select(handlers.pick_message, [conversation, session], None, queue=False, **private).then(**live)
 
@@ -667,10 +680,8 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
                         tools.declare_notice], api_name="remove_tool")
 
     # 8. Take it with you: the conversation and the raw template as files; loading back.
-    export = with_options(handlers, handlers.export_files,
-                          [("conversation", empty), ("raw_template", empty), ("session", empty)])
-    inspector.export.click(export, [conversation, inspector.template_text, session, *options], inspector.exported,
-                           api_name="export")
+    export = with_options(handlers, handlers.export_files, [("conversation", empty), ("session", empty)])
+    inspector.export.click(export, [conversation, session, *options], inspector.exported, api_name="export")
     inspector.upload_chat.upload(
         handlers.load_chat, [inspector.upload_chat, session],
         [chat.history, chat.live, conversation, layout.options["system_prompt"], layout.options["thinking"],

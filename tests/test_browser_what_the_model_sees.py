@@ -206,3 +206,52 @@ def test_layers_patched_while_typing_read_as_a_fresh_render(app_server, page, br
         assert "<b>" not in page.inner_html("#template-raw") and "Tell us" in page.inner_text("#template-raw")
     finally:
         fresh.close()
+
+
+def test_a_page_that_cannot_apply_a_patch_asks_for_the_whole_view(app_server, page, browser):
+    """A layer's patch names the view it applies to; a page without that view (here: its
+    record made to lag, as after a lost patch) asks for the whole inspector again, and then
+    reads as a fresh render."""
+    open_app(page, app_server.url)
+    page.fill("#composer textarea", "Tell me about Oslo")
+    page.wait_for_function("() => document.querySelector('#template-raw').innerText.includes('Oslo')",
+                           timeout=30_000)
+    page.evaluate("() => Object.values(window.__tailPatchedViews).forEach(view => { view.version -= 1; })")
+    page.fill("#composer textarea", "Tell me about Bergen")
+    page.wait_for_function("""() => ['#template-messages', '#template-raw', '#template-expanded-colour']
+        .every(layer => document.querySelector(layer).innerText.includes('Bergen'))""", timeout=30_000)
+    fresh = browser.new_page()
+    try:
+        open_app(fresh, app_server.url)
+        fresh.fill("#composer textarea", "Tell me about Bergen")
+        fresh.wait_for_function("() => document.querySelector('#template-raw').innerText.includes('Bergen')",
+                                timeout=30_000)
+        page.wait_for_timeout(500)  # the slices of the patch, if any are left
+        assert layer_bodies(page) == layer_bodies(fresh)
+    finally:
+        fresh.close()
+
+
+def test_the_plain_text_of_a_layer_follows_the_draft_while_open(app_server, page):
+    """The "Plain text (copy)" of layer 2 is filled when opened and kept current while open;
+    closed, it is not kept current, and reopened it shows the draft as it is then."""
+    open_app(page, app_server.url)
+    page.locator("#layer-choice").get_by_text("Template").click()
+    toggle = page.locator("#layer-template").get_by_text("Plain text (copy)")
+    box = "#template-text textarea"
+    page.fill("#composer textarea", "First draft")
+    toggle.click()
+    page.wait_for_function(f"() => document.querySelector('{box}').value.includes('First draft<turn|>')",
+                           timeout=30_000)
+    assert page.input_value(box) == page.inner_text("#template-raw .tph-body"), "the layer's text, as shown"
+    page.fill("#composer textarea", "Second draft")
+    page.wait_for_function(f"() => document.querySelector('{box}').value.includes('Second draft<turn|>')",
+                           timeout=30_000)
+    toggle.click()
+    page.fill("#composer textarea", "Third draft")
+    page.wait_for_function("() => document.querySelector('#template-raw').innerText.includes('Third draft')",
+                           timeout=30_000)
+    toggle.click()
+    page.wait_for_function(f"() => document.querySelector('{box}').value.includes('Third draft<turn|>')",
+                           timeout=30_000)
+    assert "Second draft" not in page.input_value(box)

@@ -107,6 +107,25 @@ def test_new_conversation_clears_the_exported_files(replay_server):
     server, _ = replay_server
     client = server.client()
     chat_messages(client.predict({"text": "Hello", "files": []}, api_name="/chat"))
-    assert len(client.predict("", api_name="/export")) == 2
+    assert len(client.predict(api_name="/export")) == 2
     assert client.predict(api_name="/new_conversation")[-1] is None
 
+
+
+def test_the_export_holds_the_conversation_and_the_template_the_model_read(processor):
+    """The exported template is the conversation's own (not the draft's, nor the inspector's
+    plain text, which is filled only while open), with the tools of the turn declared."""
+    engine = ReplayEngine(processor, ["Order 42 has shipped.<turn|>"])
+    server = start_app(engine)
+    try:
+        client = server.client()
+        chat_messages(client.predict({"text": "Where is order 42?", "files": []}, enabled_tools=["calculator"],
+                                     api_name="/chat"))
+        saved, template = client.predict(enabled_tools=["calculator"], api_name="/export")
+    finally:
+        server.demo.close()
+    turns = json.loads(open(saved, encoding="utf-8").read())["turns"]
+    assert [turn["role"] for turn in turns] == ["user", "assistant"]
+    written = open(template, encoding="utf-8").read()
+    assert written.startswith(engine.prompts[0].removesuffix("<|turn>model\n")), "the prompt the model read..."
+    assert "Order 42 has shipped." in written and "declaration:calculator" in written, "...and the reply"
