@@ -23,15 +23,18 @@ from __future__ import annotations
 
 import html
 import re
+import secrets
 
 import gradio as gr
 
 # An empty HTML comment: escaped text cannot contain it ("<" is escaped), and the joined
 # value still reads as the whole view.
 SEPARATOR = "<!---->"
-# A patch: version, base version (-1: none, the pieces are the whole view), pieces to keep.
-_HEADER = "<!--tph {version} {base} {keep}-->"
-_HEADER_PATTERN = r"^<!--tph (\d+) (-?\d+) (\d+)-->"
+# A patch: its series (one per record of what a page has: a session that starts again, after
+# its time to live, starts a new one), version, base version (-1: none, the pieces are the
+# whole view) and pieces to keep.
+_HEADER = "<!--tph {series} {version} {base} {keep}-->"
+_HEADER_PATTERN = r"^<!--tph ([0-9a-f]+) (\d+) (-?\d+) (\d+)-->"
 
 _PATCH_JS = """
 const body = element.querySelector('.tph-body');
@@ -39,7 +42,7 @@ const frame = element.querySelector('.tph-frame');
 // The view as the patches made it, kept on the page (not in this element) so that a re-mount
 // of the component starts from it: the value it then finds is only the last patch.
 const views = window.__tailPatchedViews ??= {};
-const view = views[%(key)r] ??= {version: -1, pieces: []};
+const view = views[%(key)r] ??= {series: '', version: -1, pieces: []};
 let shown = [], target = [], patching = false;
 // The patch goes in slices of a few milliseconds, each its own task, so that a big change
 // (a long reply's tokens, the colour cut moving on) never blocks the page: a reply streaming
@@ -69,12 +72,13 @@ const slice = () => {
 const apply = (value) => {
   const head = new RegExp(%(header)r).exec(value);
   if (!head) return;  // no patch yet
-  const [version, base, keep] = head.slice(1).map(Number);
-  if (version <= view.version) return;  // the page has this one, or a newer one
-  if (base >= 0 && base !== view.version) { trigger('clear'); return; }
+  const series = head[1], [version, base, keep] = head.slice(2).map(Number);
+  const same = series === view.series;
+  if (same && version <= view.version) return;  // the page has this one, or a newer one
+  if (base >= 0 && !(same && base === view.version)) { trigger('clear'); return; }
   const rest = value.slice(head[0].length);
   view.pieces = view.pieces.slice(0, base >= 0 ? keep : 0).concat(rest ? rest.split(%(separator)r) : []);
-  view.version = version;
+  Object.assign(view, {series, version});
 };
 const patch = () => {
   apply(props.value || '');
@@ -96,6 +100,7 @@ class TailPatches:
     the caller holds the lock of what the page shows."""
 
     def __init__(self):
+        self.series = secrets.token_hex(4)
         self.version = -1  # of the last patch made, for any view (versions only grow)
 
     def patch(self, shown: str | None, shown_version: int, value: str) -> tuple[str, int]:
@@ -104,20 +109,20 @@ class TailPatches:
         self.version += 1
         new = value.split(SEPARATOR) if value else []
         if shown is None:
-            return _HEADER.format(version=self.version, base=-1, keep=0) + value, self.version
+            return _HEADER.format(series=self.series, version=self.version, base=-1, keep=0) + value, self.version
         old = shown.split(SEPARATOR) if shown else []
         keep = 0
         while keep < min(len(old), len(new)) and old[keep] == new[keep]:
             keep += 1
-        header = _HEADER.format(version=self.version, base=shown_version, keep=keep)
+        header = _HEADER.format(series=self.series, version=self.version, base=shown_version, keep=keep)
         return header + joined(new[keep:]), self.version
 
 
 def view_of(patch: str) -> tuple[int, int, int, list[str]]:
-    """(version, base, keep, pieces) of a patch: for tests and readers of the protocol."""
+    """(version, base, keep, pieces) of a patch, as the page reads it."""
     head = re.match(_HEADER_PATTERN, patch)
     rest = patch[head.end():]
-    return int(head[1]), int(head[2]), int(head[3]), rest.split(SEPARATOR) if rest else []
+    return int(head[2]), int(head[3]), int(head[4]), rest.split(SEPARATOR) if rest else []
 
 
 def tail_patched_html(elem_id: str, label: str, head: str = "", body_class: str = "") -> gr.HTML:

@@ -75,14 +75,13 @@ CSS = """
 #chat-history .bubble-wrap { padding-bottom: 0; }
 /* A long history would be painted, laid out and hit-tested again at each update of the reply
    streaming below it, wherever it is scrolled (~2 ms more per update with 40 messages). So
-   its messages out of view are skipped: search still finds them, screen readers still read
-   them, and each keeps its height (its size is remembered). At all times: skipped only while
-   a turn streamed, the switch at a turn's start and end restyled, laid out and repainted the
-   whole history (the frame that ends a turn in a 40-message chat: 65 ms, 43 without the
-   switch). A skipped message has no innerText (textContent has it all).
+   while a turn streams (live-turn) its messages out of view are skipped: search still finds
+   them and screen readers still read them, but a skipped message has no innerText, hence only
+   then. Each message's size is remembered at all times, so a skipped one keeps its height.
    The history is a stacking context of its own: hit testing the reply does not walk it. */
 #chat-history { isolation: isolate; }
-#chat-history .message-row { content-visibility: auto; contain-intrinsic-size: auto 160px; }
+#chat-history .message-row { contain-intrinsic-size: auto 160px; }
+#chatbot.live-turn #chat-history .message-row { content-visibility: auto; }
 #chat-live .bubble-wrap { padding-top: var(--spacing-xxl); }
 /* The empty chat's prompt, when it wraps (a phone), keeps off the box's edges. */
 #chatbot .placeholder { padding-inline: var(--spacing-xl); text-align: center; }

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from conftest import ARTIFACTS, ROOT, screenshot
 from gemma4_ui.soft_token_map import image_grid
 from test_browser import attach, image_tokens, no_horizontal_scroll, open_app
@@ -208,15 +210,18 @@ def test_layers_patched_while_typing_read_as_a_fresh_render(app_server, page, br
         fresh.close()
 
 
-def test_a_page_that_cannot_apply_a_patch_asks_for_the_whole_view(app_server, page, browser):
-    """A layer's patch names the view it applies to; a page without that view (here: its
-    record made to lag, as after a lost patch) asks for the whole inspector again, and then
-    reads as a fresh render."""
+@pytest.mark.parametrize("lost", [
+    "view.version -= 1",  # a patch it never applied
+    "view.series = 'ended'; view.version = 1e9",  # a session that started again (its time to live)
+])
+def test_a_page_that_cannot_apply_a_patch_asks_for_the_whole_view(app_server, page, browser, lost):
+    """A layer's patch names the view it applies to; a page without that view asks for the
+    whole inspector again, and then reads as a fresh render."""
     open_app(page, app_server.url)
     page.fill("#composer textarea", "Tell me about Oslo")
     page.wait_for_function("() => document.querySelector('#template-raw').innerText.includes('Oslo')",
                            timeout=30_000)
-    page.evaluate("() => Object.values(window.__tailPatchedViews).forEach(view => { view.version -= 1; })")
+    page.evaluate(f"() => Object.values(window.__tailPatchedViews).forEach(view => {{ {lost}; }})")
     page.fill("#composer textarea", "Tell me about Bergen")
     page.wait_for_function("""() => ['#template-messages', '#template-raw', '#template-expanded-colour']
         .every(layer => document.querySelector(layer).innerText.includes('Bergen'))""", timeout=30_000)

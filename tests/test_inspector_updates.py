@@ -107,9 +107,13 @@ def test_a_page_that_lost_track_gets_the_whole_inspector_again(handlers):
     assert not skipped(again["counts"]) and not skipped(again["maps"])
 
 
-def test_each_page_has_its_own_record_of_what_it_shows(handlers):
+def test_each_page_has_its_own_record_and_its_own_series_of_patches(handlers):
+    """Another tab, or the same tab given a new UserSession after its time to live, gets the
+    whole view, in a series of patches of its own: the page, which may still hold the old
+    series, takes it whole (test_a_page_that_cannot_apply_a_patch_asks_for_the_whole_view)."""
     chat = long_chat(4)
     one, other = handlers.new_session(), handlers.new_session()
-    refresh(handlers, one, chat, "Hi")
+    first = refresh(handlers, one, chat, "Hi")
     fresh = refresh(handlers, other, chat, "Hi")
-    assert all(view_of(fresh[name])[1] == -1 for name in PATCHED), "another tab gets the whole view"
+    assert all(view_of(fresh[name])[1] == -1 for name in PATCHED), "the whole view"
+    assert first["template"].split()[1] != fresh["template"].split()[1], "another series"
