@@ -9,12 +9,12 @@ small script keeps the pieces the page shows that equal the new ones from the st
 the rest and appends the new rest, a few milliseconds at a time.
 
 What travels is a patch, not the view (`TailPatches`): the number of pieces to keep from the
-view the page has, and the pieces after them. A long chat's layers are ~300 KB, and Gradio's
-page copies and serialises every value it receives several times over (structured clones of
-its state, JSON of the props): the whole view at each keystroke of a draft was a 50-80 ms
-task, and one landing while a reply streams made the reply stutter. Each patch names the
-version it applies to; a page that does not have it (a patch lost to a re-mount, or events
-that ended out of order) asks for the whole view again (the component's `clear` event).
+view the page has, and the pieces after them. A 40-message chat's layers are ~280 KB, and
+Gradio's page copies and serialises every value it receives several times over (structured
+clones of its state, JSON of the props): re-sent whole at each keystroke of a draft, they
+made a 50-80 ms task, and one landing while a reply streamed made the reply stutter. Each
+patch names the view it applies to; a page that does not have it (events that ended out of
+order, a session that started again) asks for the whole view (the component's `clear` event).
 The pieces are made in Python from escaped text and numbers only (see the callers); the
 script adds no markup of its own.
 """
