@@ -107,10 +107,9 @@ class TailPatches:
         """(the patch from `shown`, at `shown_version`, to `value`; its version). `shown`
         None: the page's view is unknown, and the patch holds the whole view."""
         self.version += 1
-        new = value.split(SEPARATOR) if value else []
         if shown is None:
             return _HEADER.format(series=self.series, version=self.version, base=-1, keep=0) + value, self.version
-        old = shown.split(SEPARATOR) if shown else []
+        old, new = (view.split(SEPARATOR) if view else [] for view in (shown, value))
         keep = 0
         while keep < min(len(old), len(new)) and old[keep] == new[keep]:
             keep += 1

@@ -196,9 +196,10 @@ CHAT_SCROLL_JS = """
       box.classList.toggle('live-shown', liveShown);
       // A turn's end: the switch renders the whole history again (CSS), so it waits for the
       // next frame, not to add to the one that shows the settled turn.
-      if (live.querySelector('.user-row') !== null) box.classList.add('live-turn');
+      const turn = () => live.querySelector('.user-row') !== null;
+      if (turn()) box.classList.add('live-turn');
       else if (box.classList.contains('live-turn')) {
-        requestAnimationFrame(() => box.classList.toggle('live-turn', live.querySelector('.user-row') !== null));
+        requestAnimationFrame(() => { if (!turn()) box.classList.remove('live-turn'); });
       }
       // (an empty chat shows its examples from the first)
       if (pinned && (liveShown || box.querySelector('.message-row'))) box.scrollTop = box.scrollHeight;
