@@ -78,8 +78,12 @@ CSS = """
    while a turn streams (live-turn) its messages out of view are skipped: search still finds
    them and screen readers still read them, but a skipped message has no innerText, hence only
    then. Each message's size is remembered at all times, so a skipped one keeps its height.
-   The history is a stacking context of its own: hit testing the reply does not walk it. */
-#chat-history { isolation: isolate; }
+   The history is a stacking context of its own: hit testing the reply does not walk it.
+   Skipped messages still cost each frame (~1 ms with 40), so once the reply fills the view
+   the whole history is hidden until found (CHAT_SCROLL_JS), at the size it had; Gradio's
+   `[hidden] { display: none }` would take that size away and hide it from search. */
+#chat-history { isolation: isolate; contain-intrinsic-size: auto 0px; }
+#chat-history[hidden="until-found"] { display: flex; }
 #chat-history .message-row { contain-intrinsic-size: auto 160px; }
 #chatbot.live-turn #chat-history .message-row { content-visibility: auto; }
 #chat-live .bubble-wrap { padding-top: var(--spacing-xxl); }
@@ -175,22 +179,42 @@ SKIP_UNCHANGED_DIR_JS = """
 # sizes of the two Chatbots, so a streamed token, a new message or an image that finished
 # loading all count, and it costs no extra layout. When the live part changes it also marks
 # the box with what the CSS needs to know of it (live-shown, live-turn).
+# While a reply grows below a history wholly out of view, with its reader following it, the
+# history is hidden until found (content-visibility: hidden, at its size): it costs the
+# frames nothing, and the browser's search still finds it in it. It is shown again at once
+# when the reader scrolls, when search finds something in it, when the turn ends, and when
+# the reply has not grown for a second (a tool call waiting for its result). While hidden,
+# screen readers do not read it: that is why only then.
 CHAT_SCROLL_JS = """
   const follow = () => {
-    const box = document.querySelector('#chatbot'), live = document.querySelector('#chat-live');
-    if (!box || !live) return setTimeout(follow, 200);
+    const box = document.querySelector('#chatbot'), live = document.querySelector('#chat-live'),
+          history = document.querySelector('#chat-history');
+    if (!box || !live || !history) return setTimeout(follow, 200);
+    let resting;
+    const rest = (hidden) => {
+      clearTimeout(resting);
+      if (hidden) resting = setTimeout(() => rest(false), 1000);
+      if (hidden === history.hasAttribute('hidden')) return;
+      if (hidden) history.setAttribute('hidden', 'until-found');
+      else history.removeAttribute('hidden');
+    };
     // Reaching the bottom, however, pins; only the reader's own scrolling (wheel, touch, keys,
     // the scrollbar) unpins: the browser also scrolls the box when its content is redrawn.
     let pinned = true, readerUntil = 0, dragging = false;
-    const reader = () => { readerUntil = performance.now() + 500; };
+    const reader = () => { readerUntil = performance.now() + 500; rest(false); };
     for (const type of ['wheel', 'touchmove', 'keydown']) box.addEventListener(type, reader, {passive: true});
     box.addEventListener('pointerdown', () => { dragging = true; }, {passive: true});
     // (a click elsewhere, on a tab say, is not the reader's scrolling of the chat)
     window.addEventListener('pointerup', () => { if (dragging) reader(); dragging = false; }, {passive: true});
     box.addEventListener('scroll', () => {
       if (box.scrollHeight - box.scrollTop - box.clientHeight < 80) pinned = true;
-      else if (dragging || performance.now() < readerUntil) pinned = false;
+      else {
+        if (dragging || performance.now() < readerUntil) pinned = false;
+        rest(false);  // whatever scrolled it up shows what is there
+      }
     }, {passive: true});
+    // The search found something in the hidden history (the browser shows it and goes there).
+    history.addEventListener('beforematch', () => { pinned = false; rest(false); });
     const grown = new ResizeObserver(() => {
       const liveShown = live.querySelector('.message-row') !== null;
       box.classList.toggle('live-shown', liveShown);
@@ -203,6 +227,8 @@ CHAT_SCROLL_JS = """
       }
       // (an empty chat shows its examples from the first)
       if (pinned && (liveShown || box.querySelector('.message-row'))) box.scrollTop = box.scrollHeight;
+      rest(turn() && pinned && !history.contains(document.activeElement)
+           && history.getBoundingClientRect().bottom <= box.getBoundingClientRect().top);
     });
     box.querySelectorAll(':scope > .block').forEach((part) => grown.observe(part));
   };

@@ -215,6 +215,57 @@ def test_a_reply_streams_below_a_long_chat_without_touching_it(processor, page, 
         server.demo.close()
 
 
+HISTORY_HIDDEN = "() => document.querySelector('#chat-history').getAttribute('hidden')"
+HISTORY_HEIGHT = "() => document.querySelector('#chat-history').getBoundingClientRect().height"
+
+
+def test_a_history_out_of_view_rests_while_a_reply_streams_and_is_there_when_the_reader_looks(
+        processor, page, tmp_path):
+    """Once the streaming reply fills the box, the history above it is hidden until found (so
+    that it costs the frames nothing), at the height it had; the reader scrolling up shows it
+    at once and it stays shown while they read; back at the bottom it rests again; the turn's
+    end shows it whole."""
+    from gemma4_ui.conversation import AssistantTurn, Conversation, UserTurn
+
+    turns = []
+    for n in range(12):
+        turns += [UserTurn(f"Question {n}"), AssistantTurn(content=f"Answer {n}.\n\n```python\nprint({n})\n```")]
+    story = "".join(f"Line {n} of the story.\n\n" for n in range(400)) + "<turn|>"
+    server = start_app(ReplayEngine(processor, lambda prompt: story, seconds_per_chunk=0.02))
+    try:
+        open_app(page, server.url)
+        load_conversation(page, tmp_path / "long.json", Conversation(turns))
+        page.wait_for_function("() => document.querySelectorAll('#chat-history .message-row').length === 24",
+                               timeout=60_000)
+        height = page.evaluate(HISTORY_HEIGHT)
+        page.fill("#composer textarea", "One more")
+        page.keyboard.press("Enter")
+        page.wait_for_function(f"() => ({HISTORY_HIDDEN})() === 'until-found'", timeout=60_000)
+        assert page.evaluate(HISTORY_HEIGHT) == height, "hidden at the height it had: nothing moves"
+        assert page.evaluate(BOTTOM_GAP) < 80, "the box still follows the reply"
+
+        page.hover("#chatbot")
+        page.mouse.wheel(0, -100_000)
+        page.wait_for_function(f"() => ({HISTORY_HIDDEN})() === null", timeout=5_000)
+        page.wait_for_function("() => document.querySelector('#chatbot').innerText.includes('Question 0')",
+                               timeout=5_000)
+        page.wait_for_timeout(1_500)  # more of the reply arrives below the reader
+        assert page.evaluate(HISTORY_HIDDEN) is None, "shown while the reader is up there"
+        assert "Question 0" in page.inner_text("#chatbot")
+        assert not page.locator("#composer textarea").is_enabled(), "still streaming"
+
+        page.mouse.wheel(0, 1_000_000)
+        page.wait_for_function(f"() => ({HISTORY_HIDDEN})() === 'until-found'", timeout=10_000)
+        page.click("#stop")
+        page.wait_for_function("() => !document.querySelector('#composer textarea').disabled", timeout=30_000)
+        assert page.evaluate(HISTORY_HIDDEN) is None
+        text = page.inner_text("#chat-history")
+        assert all(f"Question {n}" in text and f"Answer {n}." in text for n in range(12)), "the whole history"
+        assert "Line 1 of the story." in text, "and the turn that ended"
+    finally:
+        server.demo.close()
+
+
 BOTTOM_GAP = "() => { const box = document.querySelector('#chatbot'); " \
              "return box.scrollHeight - box.scrollTop - box.clientHeight; }"
 
