@@ -230,13 +230,16 @@ def test_a_history_out_of_view_rests_while_a_reply_streams_and_is_there_when_the
     turns = []
     for n in range(12):
         turns += [UserTurn(f"Question {n}"), AssistantTurn(content=f"Answer {n}.\n\n```python\nprint({n})\n```")]
-    story = "".join(f"Line {n} of the story.\n\n" for n in range(400)) + "<turn|>"
+    story = "".join(f"Line {n} of the story.\n\n" for n in range(3000)) + "<turn|>"  # Stop ends it
     server = start_app(ReplayEngine(processor, lambda prompt: story, seconds_per_chunk=0.02))
     try:
         open_app(page, server.url)
         load_conversation(page, tmp_path / "long.json", Conversation(turns))
         page.wait_for_function("() => document.querySelectorAll('#chat-history .message-row').length === 24",
                                timeout=60_000)
+        # its messages render (markdown, highlighting) after they arrive: the height once they have
+        page.wait_for_function(f"""() => {{ const height = ({HISTORY_HEIGHT})(), same = height === window.__height;
+            window.__height = height; return same; }}""", polling=500, timeout=30_000)
         height = page.evaluate(HISTORY_HEIGHT)
         page.fill("#composer textarea", "One more")
         page.keyboard.press("Enter")
