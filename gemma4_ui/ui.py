@@ -220,14 +220,14 @@ CHAT_SCROLL_JS = """
       box.classList.toggle('live-shown', liveShown);
       // A turn's end: the switch renders the whole history again (CSS), so it waits for the
       // next frame, not to add to the one that shows the settled turn.
-      const turn = () => live.querySelector('.user-row') !== null;
-      if (turn()) box.classList.add('live-turn');
+      const turn = () => live.querySelector('.user-row') !== null, inTurn = turn();
+      if (inTurn) box.classList.add('live-turn');
       else if (box.classList.contains('live-turn')) {
         requestAnimationFrame(() => { if (!turn()) box.classList.remove('live-turn'); });
       }
       // (an empty chat shows its examples from the first)
       if (pinned && (liveShown || box.querySelector('.message-row'))) box.scrollTop = box.scrollHeight;
-      rest(turn() && pinned && !history.contains(document.activeElement)
+      rest(inTurn && pinned && !history.contains(document.activeElement)
            && history.getBoundingClientRect().bottom <= box.getBoundingClientRect().top);
     });
     box.querySelectorAll(':scope > .block').forEach((part) => grown.observe(part));
