@@ -112,6 +112,10 @@ CSS = """
 #template-expanded textarea, #raw-output textarea { font-family: var(--font-mono); font-size: 0.85em; }
 /* Gradio puts a divider after the last footer link when some links are left out. */
 footer .divider:last-child { display: none; }
+/* Gradio's 32 px side margins take a fifth of a phone's width (the composer's prompt wrapped
+   at 320 px): 12 px up to 440 px wide, growing to Gradio's 32 at 640. Not in a @media rule:
+   Gradio scopes those inside its page, below the element that has the margins. */
+.main.app { padding-inline: clamp(var(--size-3), (100vw - 320px) / 10, var(--size-8)); }
 #actions { flex-wrap: nowrap; }
 #actions > button { min-width: 0; }
 @media (max-width: 640px) {

@@ -10,6 +10,7 @@ from conftest import screenshot
 
 SCREENS = {
     "phone": dict(viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True, has_touch=True),
+    "small-phone": dict(viewport={"width": 320, "height": 640}, device_scale_factor=2, is_mobile=True, has_touch=True),
     "laptop": dict(viewport={"width": 1400, "height": 900}),
     "projector": dict(viewport={"width": 1920, "height": 1080}),
 }
@@ -60,6 +61,10 @@ def test_first_screen_holds_the_composer_the_chat_and_a_one_line_status(screen):
     assert box(page, "#new-chat")["y"] + box(page, "#new-chat")["height"] > height - 120, \
         "the chat stretches until the buttons reach the bottom of the screen"
     assert chat["height"] > 0.6 * height
+    # The composer's prompt fits on one line; a phone's width goes to the chat, not to margins.
+    assert box(page, "#composer textarea")["height"] < 2 * line_height(page, "#composer textarea")
+    if "phone" in name:
+        assert chat["x"] <= 16 and page.viewport_size["width"] - (chat["x"] + chat["width"]) <= 16
     # The status is one line, with the whole of it a tap away.
     summary = "#model-status summary"
     assert box(page, "#model-status")["height"] < 2 * line_height(page, summary) + 8
@@ -75,7 +80,7 @@ def test_first_screen_holds_the_composer_the_chat_and_a_one_line_status(screen):
     for i in range(examples.count()):
         b = examples.nth(i).bounding_box()
         assert b["y"] + b["height"] <= height, f"example {i} is on the first screen ({name})"
-    if name != "phone":
+    if "phone" not in name:
         chat, inspector = box(page, "#chatbot"), box(page, "#token-counts")
         assert chat["x"] + chat["width"] <= inspector["x"], "the chat and the inspector sit side by side"
     screenshot(page, f"layout-{name}")
