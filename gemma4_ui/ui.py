@@ -185,10 +185,10 @@ SKIP_UNCHANGED_DIR_JS = """
 # the box with what the CSS needs to know of it (live-shown, live-turn).
 # While a reply grows below a history wholly out of view, with its reader following it, the
 # history is hidden until found (content-visibility: hidden, at its size): it costs the
-# frames next to nothing, and the browser's search still finds what is in it. It is shown again at once
-# when the reader scrolls, when search finds something in it, when the turn ends, and when
-# the reply has not grown for a second (a tool call waiting for its result). While hidden,
-# screen readers do not read it: that is why only then.
+# frames next to nothing, and the browser's search still finds what is in it. It is shown
+# again at once when the reader scrolls, when search finds something in it, when the turn
+# ends, and when the reply has not grown for a second (a tool call waiting for its result).
+# While hidden, screen readers do not read it: that is why only then.
 CHAT_SCROLL_JS = """
   const follow = () => {
     const box = document.querySelector('#chatbot'), live = document.querySelector('#chat-live'),

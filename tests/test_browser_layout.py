@@ -63,7 +63,7 @@ def test_first_screen_holds_the_composer_the_chat_and_a_one_line_status(screen):
     assert chat["height"] > 0.6 * height
     # The composer's prompt fits on one line; a phone's width goes to the chat, not to margins.
     assert box(page, "#composer textarea")["height"] < 2 * line_height(page, "#composer textarea")
-    if "phone" in name:
+    if SCREENS[name].get("is_mobile"):
         assert chat["x"] <= 16 and page.viewport_size["width"] - (chat["x"] + chat["width"]) <= 16
     # The status is one line, with the whole of it a tap away.
     summary = "#model-status summary"
@@ -80,7 +80,7 @@ def test_first_screen_holds_the_composer_the_chat_and_a_one_line_status(screen):
     for i in range(examples.count()):
         b = examples.nth(i).bounding_box()
         assert b["y"] + b["height"] <= height, f"example {i} is on the first screen ({name})"
-    if "phone" not in name:
+    if not SCREENS[name].get("is_mobile"):
         chat, inspector = box(page, "#chatbot"), box(page, "#token-counts")
         assert chat["x"] + chat["width"] <= inspector["x"], "the chat and the inspector sit side by side"
     screenshot(page, f"layout-{name}")
