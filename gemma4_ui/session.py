@@ -499,16 +499,18 @@ class SharedChatHandlers:
         client-tool box if a call waits, and bring the inspector and last-reply panels up to
         date. While another turn of this user is on its way (a message sent after a New
         conversation), the composer and Stop stay as that turn set them.
-        Returns (composer, Stop, tool row, tool answer, stats, raw, parsed, probabilities, *inspector)."""
+        Returns (composer, Stop, tool row, tool answer, stats, raw, parsed, probabilities, *inspector,
+        session): the session itself, so that its time to live counts from this turn (ui.wire)."""
         pending = self.pending_client_call(conversation)
         stats, raw, parsed = transcript.last_reply(conversation)
-        inspector = self.refresh_inspector(restore_value or composer_value, conversation, session, show_ids, options)
+        inspector_and_session = self.refresh_inspector_and_keep_session(restore_value or composer_value, conversation,
+                                                                        session, show_ids, options)
         if not session.turns.settled:
             return (gr.skip(), gr.skip(), gr.update(visible=pending is not None), gr.skip(), stats, raw, parsed,
-                    self.probabilities_html(conversation), *inspector)
+                    self.probabilities_html(conversation), *inspector_and_session)
         composer = gr.update(interactive=True, value=restore_value) if restore_value else gr.update(interactive=True)
         return (composer, gr.update(interactive=False), gr.update(visible=pending is not None), gr.update(value=""),
-                stats, raw, parsed, self.probabilities_html(conversation), *inspector)
+                stats, raw, parsed, self.probabilities_html(conversation), *inspector_and_session)
 
     def refresh_inspector(self, value, conversation: Conversation, session: UserSession, show_ids: bool,
                           options: ChatOptions) -> tuple:
@@ -520,6 +522,12 @@ class SharedChatHandlers:
         layers = (view.counts, view.messages, view.messages_raw, view.template, view.template_raw, view.expanded, note,
                   view.maps, view.expanded_colour)
         return session.inspector.updates(layers)
+
+    def refresh_inspector_and_keep_session(self, value, conversation: Conversation, session: UserSession,
+                                           show_ids: bool, options: ChatOptions) -> tuple:
+        """refresh_inspector's components, then the session itself, so that its time to live
+        counts from now (ui.wire)."""
+        return (*self.refresh_inspector(value, conversation, session, show_ids, options), session)
 
     @staticmethod
     def resend_inspector(session: UserSession) -> None:

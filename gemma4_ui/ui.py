@@ -314,7 +314,8 @@ def _status_html(status) -> str:
 
 
 QUEUE_POLL_SECONDS = 0.01
-# How long Gradio keeps a user's conversation and session after their last request.
+# How long Gradio keeps a user's conversation and session after their last turn (or, for the
+# session, the last change of the draft): an hour once the page is closed (wire says how).
 SESSION_SECONDS = 6 * 3600
 
 
@@ -611,8 +612,15 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
                                                               ("show_ids", empty)])
     after = dict(fn=after_turn, inputs=[conversation, restore, chat.composer, session, inspector.show_ids, *options],
                  outputs=[chat.composer, chat.stop, chat.tool_row, chat.tool_answer, inspector.reply_stats,
-                          inspector.raw_output, inspector.parsed_output, chat.probabilities, *inspector.layers],
+                          inspector.raw_output, inspector.parsed_output, chat.probabilities, *inspector.layers,
+                          session],
                  **quiet, **private)
+    # Gradio forgets a State only if an event has returned it: its time to live counts from the
+    # last return (an hour once the page is closed). The handlers change the session in place,
+    # so the inspector's refresh (at the page's load, at each change of the draft or a setting)
+    # and every turn's end return it too; else a visitor's session (their unsent uploads,
+    # decoded, and the inspector as last shown) stayed until 10,000 later visitors had pushed
+    # it out of Gradio's store.
 
     def running():
         return gr.update(interactive=True)  # Stop, as soon as a turn is asked for
@@ -684,10 +692,10 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
     chat.history.clear(handlers.reset, [session], reset_outputs, queue=False, **quiet, **private).then(**after)
 
     # 6. The inspector follows the draft and the settings (always_last: a natural debounce).
-    refresh = with_options(handlers, handlers.refresh_inspector,
+    refresh = with_options(handlers, handlers.refresh_inspector_and_keep_session,
                            [("value", empty), *turn, ("show_ids", empty)])
     live = dict(fn=refresh, inputs=[chat.composer, conversation, session, inspector.show_ids, *options],
-                outputs=inspector.layers, **quiet, trigger_mode="always_last",
+                outputs=[*inspector.layers, session], **quiet, trigger_mode="always_last",
                 concurrency_limit=4, concurrency_id="inspector", **private)
     for name in ("system_prompt", "thinking", "image_budget", "enabled_tools"):
         layout.options[name].change(**live)

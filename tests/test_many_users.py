@@ -1,15 +1,18 @@
 """Many users at once on one app: two `gradio_client` sessions and a browser page. Nothing one
 user does reaches another; Stop stops a turn wherever it is (queued or generating); a New
 conversation in the middle of a reply stops it and the next message is answered; a client
-tool left waiting is cancelled visibly when the user moves on.
+tool left waiting is cancelled visibly when the user moves on. A page's session is forgotten
+once it is closed or idle past its time to live.
 
 The model is scripted (recorded Gemma 4 outputs through the real template and parser, see
 replay.py), paced like a slow model so that buttons can be pressed in the middle of a reply."""
 
 from __future__ import annotations
 
+import gc
 import json
 import time
+import weakref
 
 import pytest
 from gradio_client.exceptions import AppError
@@ -17,7 +20,7 @@ from gradio_client.utils import Status
 
 from conftest import screenshot, start_app
 from replay import ReplayEngine
-from test_browser import open_app
+from test_browser import EXAMPLES, attach, open_app
 from test_client_tools import text_of
 from tests.conftest import chat_messages
 
@@ -145,3 +148,67 @@ def test_many_users_one_app(scripted_server, page):
     assert MOVED_ON in text_of(panel)
     assert MOVED_ON in engine.prompts[-1], "the model is told"
     assert text_of(chat[-1]) == "Hello there."
+
+
+def visitor_sessions(server) -> list:
+    """The UserSessions Gradio holds for the app's visitors, one per page or client."""
+    from gemma4_ui.session import UserSession
+
+    return [value for state in server.demo.server_app.state_holder.session_data.values()
+            for value in state.state_data.values() if isinstance(value, UserSession)]
+
+
+def attach_and_hold(page, server):
+    """Attach a picture, which the inspector decodes into the page's session; a weak
+    reference to that session."""
+    attach(page, EXAMPLES / "shapes.png")
+    page.wait_for_function("() => /Image soft tokens\\s+[1-9]/.test(document.querySelector('#token-counts')"
+                           ".innerText)", timeout=60_000)
+    [session] = visitor_sessions(server)
+    assert len(session.uploads._unsent) == 1, "the unsent upload, decoded"
+    held = weakref.ref(session)
+    del session  # Playwright keeps its callers' frames: this one must not hold the session
+    return held
+
+
+def forgotten(held) -> bool:
+    gc.collect()
+    return held() is None
+
+
+def test_a_visitor_who_left_does_not_leave_their_session_behind(processor, browser, monkeypatch):
+    """A closed page's session, with the decoded upload it held, is forgotten after Gradio's
+    time to live for closed pages (an hour; a second under GRADIO_IS_E2E_TEST)."""
+    monkeypatch.setenv("GRADIO_IS_E2E_TEST", "1")  # also a heartbeat every 0.25 s, which sees the close
+    server = start_app(ReplayEngine(processor, lambda prompt: "Noted.<turn|>"))
+    try:
+        context = browser.new_context()
+        page = context.new_page()
+        open_app(page, server.url)
+        held = attach_and_hold(page, server)
+        context.close()
+        wait_until(lambda: forgotten(held), timeout=15, message="the closed page's session stayed")
+    finally:
+        server.demo.close()
+
+
+def test_an_idle_page_starts_a_new_session_after_the_time_to_live(processor, page, monkeypatch):
+    """An open page's session is forgotten once the time to live has passed since the page's
+    load, its draft's last change or its last turn; the page then goes on with a new one."""
+    from gemma4_ui import ui
+
+    monkeypatch.setattr(ui, "SESSION_SECONDS", 3)
+    server = start_app(ReplayEngine(processor, lambda prompt: "Noted.<turn|>"))
+    try:
+        open_app(page, server.url)
+        held = attach_and_hold(page, server)
+        wait_until(lambda: forgotten(held), timeout=15, message="the session outlived its time to live")
+        page.fill("#composer textarea", "Still there?")
+        page.keyboard.press("Enter")
+        page.wait_for_function("() => document.querySelector('#chat-history').innerText.includes('Noted.')",
+                               timeout=60_000)
+        page.wait_for_function("() => document.querySelector('#template-messages').innerText.includes('Noted.')",
+                               timeout=30_000)  # the inspector too, shown afresh to the new session
+        assert len(visitor_sessions(server)) == 1
+    finally:
+        server.demo.close()
