@@ -7,7 +7,7 @@ markdown text with code blocks (`scripted_reply.py`). A fresh tab loads the 40-m
 conversation through the app's own "Load a conversation", then streams the reply while the
 page records, from inside: visible updates (animation frames in which the chat changed),
 the long tasks Chromium reports (main-thread tasks over 50 ms), and DevTools' main-thread
-busy time per update. The same reply into an empty chat gives the early-chat cost, so the
+CPU time per update. The same reply into an empty chat gives the early-chat cost, so the
 late chat can be compared with it.
 """
 
@@ -19,7 +19,7 @@ import time
 from tests.conftest import CHAT_FILE_INPUT
 
 from .app_server import CHAT_RENDERING, ONE_CHATBOT, SCRIPTED_TOKENS, UPDATES_PER_SECOND, AppProcess
-from .browser import set_reply_length, task_seconds
+from .browser import main_thread_clock, set_reply_length, task_seconds
 from .chromium import app_page, browser
 from .context import Context
 from .harness import Figure, Section, Target, interleaved, paired
@@ -64,8 +64,7 @@ def load_chat(page, saved) -> None:
 
 def stream(page, tokens: int) -> dict:
     """Send the prompt; the reply's visible updates, long tasks and main-thread ms per update."""
-    cdp = page.context.new_cdp_session(page)
-    cdp.send("Performance.enable")
+    cdp = main_thread_clock(page)
     set_reply_length(page, tokens)
     page.evaluate(MONITOR)
     page.fill("#composer textarea", PROMPT)
