@@ -61,6 +61,12 @@ def settled(conversation: Conversation, notice: str = "") -> tuple[list[dict], l
     return render(conversation), [_notice_message(notice)] if notice else []
 
 
+def beside_history(notice: str) -> tuple:
+    """(history, live) that leave the history on screen as it is, the notice below it: where
+    the conversation the page shows is no longer the app's to render."""
+    return gr.skip(), [_notice_message(notice)]
+
+
 def common_turns(shown: Conversation, conversation: Conversation) -> int:
     """How many leading turns `conversation` shares with `shown` (the same turn objects)."""
     n = 0

@@ -30,7 +30,7 @@ from . import token_probabilities, transcript
 from .chat import Snapshot, TurnRunner
 from .config import Settings
 from .conversation import AssistantTurn, Conversation, UserTurn
-from .display import StreamingRender, edited_text, render, settled, turn_of_message
+from .display import StreamingRender, beside_history, edited_text, render, settled, turn_of_message
 from .engine import Engine
 from .events import ToolCall
 from .inspector import SingleFlight, counting_processor
@@ -282,13 +282,17 @@ class SharedChatHandlers:
                 raise MediaError(f"{item.name}: this model does not take {item.kind} input.")
         return UserTurn(draft.text.strip(), media)
 
-    def stage(self, value, conversation: Conversation, session: UserSession):
+    def stage(self, value, conversation: Conversation, session: UserSession, shown_history=None):
         """Composer submit: check the draft before anything else happens. A bad file keeps the
         draft in the composer and warns; a good draft shows at once and goes to `respond`.
+        `shown_history`: the messages the page shows, which the app no longer holds if the
+        conversation is empty; then the draft stays, and nothing is sent.
         Returns (composer, staged draft, chat history, live chat, Stop button)."""
         draft = Draft.from_value(value)
         if draft.empty:
             return gr.update(), None, gr.update(), gr.update(), gr.update()
+        if shown_history and not conversation.turns:
+            return gr.update(), None, *forgotten(" Your message stays in the box."), gr.update()
         try:
             turn = self.user_turn(draft, session)
         except MediaError as err:
@@ -348,6 +352,9 @@ class SharedChatHandlers:
     def retry(self, conversation: Conversation, session: UserSession, options: ChatOptions,
               request: gr.Request = None):
         """Regenerate the last reply (the turns after the last user message go)."""
+        if not conversation.turns:
+            yield *forgotten(), conversation, None
+            return
         index = conversation.last_user_index
         if index is None:
             yield *settled(conversation), conversation, None
@@ -358,6 +365,9 @@ class SharedChatHandlers:
     def edit(self, data: gr.EditData, conversation: Conversation, session: UserSession, options: ChatOptions,
              request: gr.Request = None):
         """Edit the last user message's text and regenerate from there."""
+        if not conversation.turns:
+            yield *forgotten(), conversation, None
+            return
         index = conversation.last_user_index
         position = self.last_user_text_position(conversation)
         if index is None or position is None or data.index != position:
@@ -370,6 +380,8 @@ class SharedChatHandlers:
 
     def undo(self, conversation: Conversation, session: UserSession):
         """Take back the last message: the chat returns to before it, the draft to the composer."""
+        if not conversation.turns:
+            return *forgotten(), conversation, gr.update()
         index = conversation.last_user_index
         if index is None:
             return *settled(conversation), conversation, gr.update()
@@ -381,6 +393,9 @@ class SharedChatHandlers:
     def answer_tool(self, answer: str, conversation: Conversation, session: UserSession, options: ChatOptions,
                     request: gr.Request = None):
         """The /tool_result endpoint: the user typed a client tool's result (JSON, or text)."""
+        if not conversation.turns:
+            yield *forgotten(), conversation, None
+            return
         if self.pending_client_call(conversation) is None:
             gr.Warning("No tool call is waiting for a result.")
             yield *settled(conversation), conversation, None
@@ -396,6 +411,9 @@ class SharedChatHandlers:
     def cancel_tool(self, conversation: Conversation, session: UserSession, options: ChatOptions,
                     request: gr.Request = None):
         """The /cancel_tool endpoint: tell the model the user gave up on its call."""
+        if not conversation.turns:
+            yield *forgotten(), conversation, None
+            return
         if self.pending_client_call(conversation) is None:
             yield *settled(conversation), conversation, None
             return
@@ -706,6 +724,20 @@ def _moved_on(conversation: Conversation) -> Conversation:
     if SharedChatHandlers.pending_client_call(conversation) is None:
         return conversation
     return TurnRunner.abandon_client_calls(conversation, "The user sent a new message instead of a result.")
+
+
+FORGOTTEN = ("The app no longer holds this conversation (it was idle too long, or the app restarted), so the "
+             "model would not see the messages above. They stay on screen until 🆕 New conversation starts "
+             "a new one.")
+
+
+def forgotten(more: str = "") -> tuple:
+    """(history, live) for a request about a conversation the page shows but the app has let
+    go (Gradio forgets a conversation after its time to live, ui.SESSION_SECONDS, and at a
+    restart): it says so, and leaves the page's messages as they are instead of replacing them
+    with an empty chat."""
+    gr.Warning(toast_text(FORGOTTEN + more), duration=None)
+    return beside_history(FORGOTTEN + more)
 
 
 def _submitted_at() -> float | None:

@@ -629,7 +629,7 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
     respond = with_options(handlers, handlers.respond, [("message", empty), *turn])
     # Queued, so that a refusal's toast reaches the browser (a queue=False handler cannot
     # show gr.Warning); decoding is CPU work, apart from the GPU's limit.
-    chat.composer.submit(handlers.stage, [chat.composer, conversation, session],
+    chat.composer.submit(handlers.stage, [chat.composer, conversation, session, chat.history],
                          [chat.composer, chat.staged, chat.history, chat.live, chat.stop], concurrency_limit=4,
                          concurrency_id="stage", **quiet, **private).then(
         respond, [chat.staged, conversation, session, *options], chat_outputs, api_name="chat",

@@ -212,3 +212,55 @@ def test_an_idle_page_starts_a_new_session_after_the_time_to_live(processor, pag
         assert len(visitor_sessions(server)) == 1
     finally:
         server.demo.close()
+
+
+def held_conversations(server) -> list:
+    from gemma4_ui.conversation import Conversation
+
+    return [value for state in server.demo.server_app.state_holder.session_data.values()
+            for value in state.state_data.values() if isinstance(value, Conversation) and value.turns]
+
+
+def test_a_page_whose_conversation_the_app_let_go_keeps_it_on_screen(processor, page, monkeypatch):
+    """Past its time to live the app forgets a conversation the page still shows: a message
+    sent then, a retry or an undo says so and leaves the chat and the draft as they are; a
+    New conversation goes on."""
+    from gemma4_ui import ui
+
+    monkeypatch.setattr(ui, "SESSION_SECONDS", 3)
+    server = start_app(ReplayEngine(processor, lambda prompt: "Noted.<turn|>"))
+    history = page.locator("#chat-history")
+    try:
+        open_app(page, server.url)
+        page.fill("#composer textarea", "Remember the number 42.")
+        page.keyboard.press("Enter")
+        page.wait_for_function("() => document.querySelector('#chat-history').innerText.includes('Noted.')",
+                               timeout=60_000)
+        wait_until(lambda: not held_conversations(server), timeout=15, message="the conversation outlived its time")
+
+        page.fill("#composer textarea", "What was the number?")
+        page.keyboard.press("Enter")
+        notice = page.locator("#chat-live", has_text="no longer holds this conversation")
+        notice.wait_for(timeout=30_000)
+        assert page.locator(".toast-body", has_text="no longer holds this conversation").count() >= 1
+        assert "Remember the number 42." in history.inner_text() and "Noted." in history.inner_text()
+        page.wait_for_function("() => !document.querySelector('#composer textarea').disabled", timeout=30_000)
+        assert page.input_value("#composer textarea") == "What was the number?", "the draft stays"
+        screenshot(page, "conversation-let-go")
+
+        for action in ("Retry", "Undo"):
+            page.locator(f"#chat-history button[aria-label='{action}']").last.click()
+            time.sleep(1.0)
+            assert "Noted." in history.inner_text(), f"{action} kept the chat on screen"
+            assert notice.count() == 1
+
+        page.click("#new-chat")
+        page.wait_for_function("() => !document.querySelector('#chat-history').innerText.includes('Noted.')",
+                               timeout=30_000)
+        page.fill("#composer textarea", "Hello again.")
+        page.keyboard.press("Enter")
+        page.wait_for_function("() => document.querySelector('#chat-history').innerText.includes('Noted.')",
+                               timeout=60_000)
+        assert "Remember the number" not in history.inner_text()
+    finally:
+        server.demo.close()
