@@ -89,7 +89,7 @@ def short_replies(page, tokens: int = 12) -> None:
 def send_with_probabilities(page, text: str) -> None:
     short_replies(page)
     page.click("#token-probabilities-view button")  # open the view before sending
-    page.wait_for_function("() => document.querySelector('#token-probabilities').innerText.includes('No reply yet')",
+    page.wait_for_function("() => document.querySelector('#token-probabilities')?.innerText.includes('No reply yet')",
                            timeout=10_000)
     page.fill("#composer textarea", text)
     page.keyboard.press("Enter")
