@@ -2,7 +2,8 @@
 user does reaches another; Stop stops a turn wherever it is (queued or generating); a New
 conversation in the middle of a reply stops it and the next message is answered; a client
 tool left waiting is cancelled visibly when the user moves on. A page's session is forgotten
-once it is closed or idle past its time to live.
+once it is closed or idle past its time to live, and a conversation the app has let go stays
+on the page that shows it.
 
 The model is scripted (recorded Gemma 4 outputs through the real template and parser, see
 replay.py), paced like a slow model so that buttons can be pressed in the middle of a reply."""
