@@ -521,14 +521,13 @@ class SharedChatHandlers:
         session): the session itself, so that its time to live counts from this turn (ui.wire)."""
         pending = self.pending_client_call(conversation)
         stats, raw, parsed = transcript.last_reply(conversation)
-        inspector_and_session = self.refresh_inspector_and_keep_session(restore_value or composer_value, conversation,
-                                                                        session, show_ids, options)
+        inspector = self.refresh_inspector(restore_value or composer_value, conversation, session, show_ids, options)
         if not session.turns.settled:
             return (gr.skip(), gr.skip(), gr.update(visible=pending is not None), gr.skip(), stats, raw, parsed,
-                    self.probabilities_html(conversation), *inspector_and_session)
+                    self.probabilities_html(conversation), *inspector, session)
         composer = gr.update(interactive=True, value=restore_value) if restore_value else gr.update(interactive=True)
         return (composer, gr.update(interactive=False), gr.update(visible=pending is not None), gr.update(value=""),
-                stats, raw, parsed, self.probabilities_html(conversation), *inspector_and_session)
+                stats, raw, parsed, self.probabilities_html(conversation), *inspector, session)
 
     def refresh_inspector(self, value, conversation: Conversation, session: UserSession, show_ids: bool,
                           options: ChatOptions) -> tuple:

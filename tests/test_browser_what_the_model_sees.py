@@ -246,17 +246,17 @@ def test_the_plain_text_of_a_layer_follows_the_draft_while_open(app_server, page
     box = "#template-text textarea"
     page.fill("#composer textarea", "First draft")
     toggle.click()
-    page.wait_for_function(f"() => document.querySelector('{box}').value.includes('First draft<turn|>')",
+    page.wait_for_function(f"() => document.querySelector('{box}')?.value.includes('First draft<turn|>')",
                            timeout=30_000)
     assert page.input_value(box) == page.inner_text("#template-raw .tph-body"), "the layer's text, as shown"
     page.fill("#composer textarea", "Second draft")
-    page.wait_for_function(f"() => document.querySelector('{box}').value.includes('Second draft<turn|>')",
+    page.wait_for_function(f"() => document.querySelector('{box}')?.value.includes('Second draft<turn|>')",
                            timeout=30_000)
     toggle.click()
     page.fill("#composer textarea", "Third draft")
     page.wait_for_function("() => document.querySelector('#template-raw').innerText.includes('Third draft')",
                            timeout=30_000)
     toggle.click()
-    page.wait_for_function(f"() => document.querySelector('{box}').value.includes('Third draft<turn|>')",
+    page.wait_for_function(f"() => document.querySelector('{box}')?.value.includes('Third draft<turn|>')",
                            timeout=30_000)
     assert "Second draft" not in page.input_value(box)

@@ -151,12 +151,16 @@ def test_many_users_one_app(scripted_server, page):
     assert text_of(chat[-1]) == "Hello there."
 
 
+def held(server, kind) -> list:
+    """The values of type `kind` Gradio holds in its visitors' states, one per page or client."""
+    return [value for state in server.demo.server_app.state_holder.session_data.values()
+            for value in state.state_data.values() if isinstance(value, kind)]
+
+
 def visitor_sessions(server) -> list:
-    """The UserSessions Gradio holds for the app's visitors, one per page or client."""
     from gemma4_ui.session import UserSession
 
-    return [value for state in server.demo.server_app.state_holder.session_data.values()
-            for value in state.state_data.values() if isinstance(value, UserSession)]
+    return held(server, UserSession)
 
 
 def attach_and_hold(page, server):
@@ -167,14 +171,14 @@ def attach_and_hold(page, server):
                            ".innerText)", timeout=60_000)
     [session] = visitor_sessions(server)
     assert len(session.uploads._unsent) == 1, "the unsent upload, decoded"
-    held = weakref.ref(session)
+    reference = weakref.ref(session)
     del session  # Playwright keeps its callers' frames: this one must not hold the session
-    return held
+    return reference
 
 
-def forgotten(held) -> bool:
+def collected(reference) -> bool:
     gc.collect()
-    return held() is None
+    return reference() is None
 
 
 def test_a_visitor_who_left_does_not_leave_their_session_behind(processor, browser, monkeypatch):
@@ -186,9 +190,9 @@ def test_a_visitor_who_left_does_not_leave_their_session_behind(processor, brows
         context = browser.new_context()
         page = context.new_page()
         open_app(page, server.url)
-        held = attach_and_hold(page, server)
+        reference = attach_and_hold(page, server)
         context.close()
-        wait_until(lambda: forgotten(held), timeout=15, message="the closed page's session stayed")
+        wait_until(lambda: collected(reference), timeout=15, message="the closed page's session stayed")
     finally:
         server.demo.close()
 
@@ -202,8 +206,8 @@ def test_an_idle_page_starts_a_new_session_after_the_time_to_live(processor, pag
     server = start_app(ReplayEngine(processor, lambda prompt: "Noted.<turn|>"))
     try:
         open_app(page, server.url)
-        held = attach_and_hold(page, server)
-        wait_until(lambda: forgotten(held), timeout=15, message="the session outlived its time to live")
+        reference = attach_and_hold(page, server)
+        wait_until(lambda: collected(reference), timeout=15, message="the session outlived its time to live")
         page.fill("#composer textarea", "Still there?")
         page.keyboard.press("Enter")
         page.wait_for_function("() => document.querySelector('#chat-history').innerText.includes('Noted.')",
@@ -218,8 +222,7 @@ def test_an_idle_page_starts_a_new_session_after_the_time_to_live(processor, pag
 def held_conversations(server) -> list:
     from gemma4_ui.conversation import Conversation
 
-    return [value for state in server.demo.server_app.state_holder.session_data.values()
-            for value in state.state_data.values() if isinstance(value, Conversation) and value.turns]
+    return [conversation for conversation in held(server, Conversation) if conversation.turns]
 
 
 def test_a_page_whose_conversation_the_app_let_go_keeps_it_on_screen(processor, page, monkeypatch):
