@@ -79,13 +79,15 @@ CSS = """
    them and screen readers still read them, but a skipped message has no innerText, hence only
    then. Each message's size is remembered at all times, so a skipped one keeps its height.
    The history is a stacking context of its own: hit testing the reply does not walk it.
-   Skipped messages still cost each frame (~1 ms with 40), so once the reply fills the view
-   the whole history is hidden until found (CHAT_SCROLL_JS), at the size it had; Gradio's
-   `[hidden] { display: none }` would take that size away and hide it from search. */
+   The browser checks each skipped message against the view at every frame, so the messages
+   the reply pushes out of view above, then the whole history, are hidden until found instead
+   (CHAT_SCROLL_JS), at the size they had; Gradio's `[hidden] { display: none }` would take
+   that size away and hide them from search. */
 #chat-history { isolation: isolate; contain-intrinsic-size: auto 0px; }
 #chat-history[hidden="until-found"] { display: flex; }
+#chat-history .message-row[hidden="until-found"] { display: flex; }
 #chat-history .message-row { contain-intrinsic-size: auto 160px; }
-#chatbot.live-turn #chat-history .message-row { content-visibility: auto; }
+#chatbot.live-turn #chat-history .message-row:not([hidden]) { content-visibility: auto; }
 #chat-live .bubble-wrap { padding-top: var(--spacing-xxl); }
 /* The empty chat's prompt, when it wraps (a phone), keeps off the box's edges. */
 #chatbot .placeholder { padding-inline: var(--spacing-xl); text-align: center; }
@@ -183,29 +185,43 @@ SKIP_UNCHANGED_DIR_JS = """
 # sizes of the two Chatbots, so a streamed token, a new message or an image that finished
 # loading all count, and it costs no extra layout. When the live part changes it also marks
 # the box with what the CSS needs to know of it (live-shown, live-turn).
-# While a reply grows below a history wholly out of view, with its reader following it, the
-# history is hidden until found (content-visibility: hidden, at its size): it costs the
-# frames next to nothing, and the browser's search still finds what is in it. It is shown
-# again at once when the reader scrolls, when search finds something in it, when the turn
-# ends, and when the reply has not grown for a second (a tool call waiting for its result).
-# While hidden, screen readers do not read it: that is why only then.
+# While a reply grows below the history, with its reader following it, each message of the
+# history it pushes out of view is hidden until found (content-visibility: hidden, at its
+# size), then the whole history: they cost the frames nothing, and the browser's search still
+# finds what is in them. They are shown again at once when the reader scrolls, when search
+# finds something in them, when the turn ends, and when the reply has not grown for a second
+# (a tool call waiting for its result). While hidden, screen readers do not read them: that
+# is why only then.
 CHAT_SCROLL_JS = """
   const follow = () => {
     const box = document.querySelector('#chatbot'), live = document.querySelector('#chat-live'),
           history = document.querySelector('#chat-history');
     if (!box || !live || !history) return setTimeout(follow, 200);
-    let resting;
-    const rest = (hidden) => {
+    // The history's messages (it does not change while a turn streams), the first hiddenRows of
+    // them hidden. The whole history only at a later update than its last message: hidden at
+    // once, it would leave that message's style as it was (content-visibility: auto).
+    let resting, rows = null, hiddenRows = 0;
+    const show = () => {
       clearTimeout(resting);
-      if (hidden) resting = setTimeout(() => rest(false), 1000);
-      if (hidden === history.hasAttribute('hidden')) return;
-      if (hidden) history.setAttribute('hidden', 'until-found');
-      else history.removeAttribute('hidden');
+      if (!hiddenRows) return;
+      history.removeAttribute('hidden');
+      rows.slice(0, hiddenRows).forEach((row) => row.removeAttribute('hidden'));
+      hiddenRows = 0;
+    };
+    const rest = (top) => {
+      clearTimeout(resting);
+      resting = setTimeout(show, 1000);
+      rows ??= [...history.querySelectorAll('.message-row')];
+      let above = hiddenRows;  // (all read before any is hidden: each change would need a new layout to read the next)
+      while (above < rows.length && rows[above].getBoundingClientRect().bottom <= top) above++;
+      if (above === hiddenRows && above === rows.length && above
+          && history.getBoundingClientRect().bottom <= top) history.setAttribute('hidden', 'until-found');
+      for (; hiddenRows < above; hiddenRows++) rows[hiddenRows].setAttribute('hidden', 'until-found');
     };
     // Reaching the bottom, however, pins; only the reader's own scrolling (wheel, touch, keys,
     // the scrollbar) unpins: the browser also scrolls the box when its content is redrawn.
     let pinned = true, readerUntil = 0, dragging = false;
-    const reader = () => { readerUntil = performance.now() + 500; rest(false); };
+    const reader = () => { readerUntil = performance.now() + 500; show(); };
     for (const type of ['wheel', 'touchmove', 'keydown']) box.addEventListener(type, reader, {passive: true});
     box.addEventListener('pointerdown', () => { dragging = true; }, {passive: true});
     // (a click elsewhere, on a tab say, is not the reader's scrolling of the chat)
@@ -214,11 +230,11 @@ CHAT_SCROLL_JS = """
       if (box.scrollHeight - box.scrollTop - box.clientHeight < 80) pinned = true;
       else {
         if (dragging || performance.now() < readerUntil) pinned = false;
-        rest(false);  // whatever scrolled it up shows what is there
+        show();  // whatever scrolled it up shows what is there
       }
     }, {passive: true});
     // The search found something in the hidden history (the browser shows it and goes there).
-    history.addEventListener('beforematch', () => { pinned = false; rest(false); });
+    history.addEventListener('beforematch', () => { pinned = false; show(); });
     const grown = new ResizeObserver(() => {
       const liveShown = live.querySelector('.message-row') !== null;
       box.classList.toggle('live-shown', liveShown);
@@ -231,8 +247,11 @@ CHAT_SCROLL_JS = """
       }
       // (an empty chat shows its examples from the first)
       if (pinned && (liveShown || box.querySelector('.message-row'))) box.scrollTop = box.scrollHeight;
-      rest(inTurn && pinned && !history.contains(document.activeElement)
-           && history.getBoundingClientRect().bottom <= box.getBoundingClientRect().top);
+      if (inTurn && pinned && !history.contains(document.activeElement)) rest(box.getBoundingClientRect().top);
+      else {
+        show();
+        if (!inTurn) rows = null;
+      }
     });
     box.querySelectorAll(':scope > .block').forEach((part) => grown.observe(part));
   };

@@ -217,14 +217,15 @@ def test_a_reply_streams_below_a_long_chat_without_touching_it(processor, page, 
 
 HISTORY_HIDDEN = "() => document.querySelector('#chat-history').getAttribute('hidden')"
 HISTORY_HEIGHT = "() => document.querySelector('#chat-history').getBoundingClientRect().height"
+MESSAGES_HIDDEN = "() => document.querySelectorAll('#chat-history .message-row[hidden=until-found]').length"
 
 
 def test_a_history_out_of_view_rests_while_a_reply_streams_and_is_there_when_the_reader_looks(
         processor, page, tmp_path):
-    """Once the streaming reply fills the box, the history above it is hidden until found (so
-    that it costs the frames nothing), at the height it had; the reader scrolling up shows it
-    at once and it stays shown while they read; back at the bottom it rests again; the turn's
-    end shows it whole."""
+    """As the streaming reply pushes the history out of the box, its messages, then the whole
+    history, are hidden until found (so that they cost the frames nothing), at the height they
+    had; the reader scrolling up shows them at once and they stay shown while they read; back
+    at the bottom they rest again; the turn's end shows the history whole."""
     from gemma4_ui.conversation import AssistantTurn, Conversation, UserTurn
 
     turns = []
@@ -243,13 +244,22 @@ def test_a_history_out_of_view_rests_while_a_reply_streams_and_is_there_when_the
         height = page.evaluate(HISTORY_HEIGHT)
         page.fill("#composer textarea", "One more")
         page.keyboard.press("Enter")
+        # first the messages above the box, while the last ones are still in view
+        page.wait_for_function("""() => {
+            const top = document.querySelector('#chatbot').getBoundingClientRect().top;
+            const rows = [...document.querySelectorAll('#chat-history .message-row')], last = rows.at(-1);
+            const hidden = rows.filter((row) => row.hidden);
+            return hidden.length > 0 && !document.querySelector('#chat-history').hidden
+                && hidden.every((row) => row.getBoundingClientRect().bottom <= top)
+                && !last.hidden && last.getBoundingClientRect().bottom > top; }""", timeout=60_000)
         page.wait_for_function(f"() => ({HISTORY_HIDDEN})() === 'until-found'", timeout=60_000)
+        assert page.evaluate(MESSAGES_HIDDEN) == 24, "each message first, then the history"
         assert page.evaluate(HISTORY_HEIGHT) == height, "hidden at the height it had: nothing moves"
         assert page.evaluate(BOTTOM_GAP) < 80, "the box still follows the reply"
 
         page.hover("#chatbot")
         page.mouse.wheel(0, -100_000)
-        page.wait_for_function(f"() => ({HISTORY_HIDDEN})() === null", timeout=5_000)
+        page.wait_for_function(f"() => ({HISTORY_HIDDEN})() === null && ({MESSAGES_HIDDEN})() === 0", timeout=5_000)
         page.wait_for_function("() => document.querySelector('#chatbot').innerText.includes('Question 0')",
                                timeout=5_000)
         page.wait_for_timeout(1_500)  # more of the reply arrives below the reader
@@ -261,7 +271,7 @@ def test_a_history_out_of_view_rests_while_a_reply_streams_and_is_there_when_the
         page.wait_for_function(f"() => ({HISTORY_HIDDEN})() === 'until-found'", timeout=10_000)
         page.click("#stop")
         page.wait_for_function("() => !document.querySelector('#composer textarea').disabled", timeout=30_000)
-        assert page.evaluate(HISTORY_HIDDEN) is None
+        assert page.evaluate(HISTORY_HIDDEN) is None and page.evaluate(MESSAGES_HIDDEN) == 0
         text = page.inner_text("#chat-history")
         assert all(f"Question {n}" in text and f"Answer {n}." in text for n in range(12)), "the whole history"
         assert "Line 1 of the story." in text, "and the turn that ended"
