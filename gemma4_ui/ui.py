@@ -233,7 +233,8 @@ CHAT_SCROLL_JS = """
         show();  // whatever scrolled it up shows what is there
       }
     }, {passive: true});
-    // The search found something in the hidden history (the browser shows it and goes there).
+    // The search found something hidden in the history (the browser shows it and goes there;
+    // from a message, the event bubbles up).
     history.addEventListener('beforematch', () => { pinned = false; show(); });
     const grown = new ResizeObserver(() => {
       const liveShown = live.querySelector('.message-row') !== null;
