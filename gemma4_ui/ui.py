@@ -212,7 +212,8 @@ CHAT_SCROLL_JS = """
       clearTimeout(resting);
       resting = setTimeout(show, 1000);
       rows ??= [...history.querySelectorAll('.message-row')];
-      let above = hiddenRows;  // (all read before any is hidden: each change would need a new layout to read the next)
+      // all read before any is hidden: each change would need a new layout to read the next
+      let above = hiddenRows;
       while (above < rows.length && rows[above].getBoundingClientRect().bottom <= top) above++;
       if (above === hiddenRows && above === rows.length && above
           && history.getBoundingClientRect().bottom <= top) history.setAttribute('hidden', 'until-found');
