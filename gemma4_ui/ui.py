@@ -212,11 +212,15 @@ CHAT_SCROLL_JS = """
       clearTimeout(resting);
       resting = setTimeout(show, 1000);
       rows ??= [...history.querySelectorAll('.message-row')];
+      if (rows.length && hiddenRows === rows.length) {  // all hidden at an earlier update
+        if (!history.hidden && history.getBoundingClientRect().bottom <= top) {
+          history.setAttribute('hidden', 'until-found');
+        }
+        return;
+      }
       // all read before any is hidden: each change would need a new layout to read the next
       let above = hiddenRows;
       while (above < rows.length && rows[above].getBoundingClientRect().bottom <= top) above++;
-      if (above === hiddenRows && above === rows.length && above
-          && history.getBoundingClientRect().bottom <= top) history.setAttribute('hidden', 'until-found');
       for (; hiddenRows < above; hiddenRows++) rows[hiddenRows].setAttribute('hidden', 'until-found');
     };
     // Reaching the bottom, however, pins; only the reader's own scrolling (wheel, touch, keys,
