@@ -2,11 +2,14 @@
 fixed): a page at rest asks Chromium for no frames, after loading and after a turn (Gradio's
 status tracker left its timer asking for one 60 times a second once the loading indicator had
 gone); a streamed update reads back only the streaming event's components, and a turn only
-the properties the page keeps."""
+the properties the page keeps; a value that is not an object is not cloned to be read back."""
 
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
+
+from gradio.route_utils import BUILD_PATH_LIB
 
 from gemma4_ui import gradio_fixes
 from test_browser import open_app
@@ -90,11 +93,21 @@ def read_backs_per_update(page, message: str) -> float:
     return statistics.median(b - a for a, b in zip(at_change, at_change[1:]))
 
 
-def a_used_session(page, url: str, tmp_path) -> None:
+def svelte_snapshot_as_gradio_ships_it(page) -> None:
+    """The page gets Gradio's own chunk in place of fix 4's, so that structuredClone sees every
+    value read back, as it did before fix 4 (it counts them for the tests of fixes 2 and 3)."""
+    chunk = gradio_fixes.SNAPSHOT_PRIMITIVES.chunk
+    page.route(f"**/assets/{chunk}", lambda route: route.fulfill(
+        path=str(Path(BUILD_PATH_LIB) / chunk), content_type="text/javascript"))
+
+
+def a_used_session(page, url: str, tmp_path, gradio_snapshot: bool = True) -> None:
     """A page whose session has used the settings, the composer and "Load a conversation"."""
     from bench.scripted_reply import long_chat
     from conftest import CHAT_FILE_INPUT
 
+    if gradio_snapshot:
+        svelte_snapshot_as_gradio_ships_it(page)
     open_app(page, url)
     page.get_by_role("tab", name="Settings").click()
     field = page.locator("#max-new-tokens input[type=number]")
@@ -135,3 +148,45 @@ def test_a_turn_reads_back_only_what_the_page_keeps(app_server, page, tmp_path):
     page.wait_for_timeout(1000)  # the last statuses
     clones = page.evaluate("window.__clones")
     assert clones < 4_000, clones
+
+
+# Counts the values that are not objects (null included) handed to structuredClone.
+COUNT_PLAIN_CLONES = """() => {
+  const clone = window.structuredClone;
+  window.__plainClones = 0;
+  window.structuredClone = (value, ...rest) => {
+    if (typeof value !== 'object' || value === null) window.__plainClones += 1;
+    return clone(value, ...rest);
+  };
+}"""
+
+
+def plain_values_cloned_in_a_turn(page) -> int:
+    page.evaluate(COUNT_PLAIN_CLONES)
+    page.fill("#composer textarea", "Plan a day trip to Lisbon in three steps.")
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => document.querySelector('#composer textarea').disabled", timeout=30_000)
+    page.wait_for_function("() => !document.querySelector('#composer textarea').disabled", timeout=120_000)
+    page.wait_for_timeout(1000)  # the last statuses
+    return page.evaluate("window.__plainClones")
+
+
+def test_a_snapshot_gives_values_that_are_not_objects_back_without_cloning(app_server, browser, tmp_path):
+    """Svelte's snapshot handed every string, number, boolean and null to structuredClone (a
+    turn of this chat: thousands), which serialized each one to give back the same value. With
+    the fix none reaches it, and the turn reads back and shows the same."""
+    replies = {}
+    for gradio_snapshot in (True, False):
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        try:
+            page = context.new_page()
+            a_used_session(page, app_server.url, tmp_path, gradio_snapshot=gradio_snapshot)
+            plain = plain_values_cloned_in_a_turn(page)
+            replies[gradio_snapshot] = page.locator("#chat-history .message-row").count()
+        finally:
+            context.close()
+        if gradio_snapshot:
+            assert plain > 1_000, plain
+        else:
+            assert plain == 0, plain
+    assert replies[True] == replies[False] == 8, replies  # the 6 loaded, the message and its reply
