@@ -39,6 +39,9 @@ def set_reply_length(page, tokens: int) -> None:
     field.fill(str(tokens))
     field.press("Enter")
     page.get_by_role("tab", name="Inspector").click()
+    # The slider keeps it (its range input follows the value the page will send).
+    page.wait_for_function(f"""() => [...document.querySelectorAll('#max-new-tokens input')]
+                                     .every((input) => input.value === '{tokens}')""", timeout=10_000)
 
 
 def main_thread_clock(page):

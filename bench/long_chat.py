@@ -19,7 +19,7 @@ import time
 from tests.conftest import CHAT_FILE_INPUT
 
 from .app_server import CHAT_RENDERING, ONE_CHATBOT, SCRIPTED_TOKENS, UPDATES_PER_SECOND, AppProcess
-from .browser import main_thread_clock, set_reply_length, task_seconds
+from .browser import main_thread_clock, task_seconds
 from .chromium import app_page, browser
 from .context import Context
 from .harness import Figure, Section, Target, interleaved, paired
@@ -62,10 +62,9 @@ def load_chat(page, saved) -> None:
     page.wait_for_function("() => !document.querySelector('.toast-item')", timeout=30_000)
 
 
-def stream(page, tokens: int) -> dict:
+def stream(page) -> dict:
     """Send the prompt; the reply's visible updates, long tasks and main-thread ms per update."""
     cdp = main_thread_clock(page)
-    set_reply_length(page, tokens)
     page.evaluate(MONITOR)
     page.fill("#composer textarea", PROMPT)
     busy0 = task_seconds(cdp)
@@ -105,7 +104,7 @@ def one_reply(chromium, app: AppProcess, saved, tokens: int, with_history: bool)
     with app_page(chromium, app.url) as page:
         if with_history:
             load_chat(page, saved)
-        result = stream(page, tokens)
+        result = stream(page)
     generated = [r["generated_tokens"] for r in app.recorded_rounds()[before:]]
     assert generated == [tokens], f"the server generated {generated}, not [{tokens}]"
     return result
@@ -115,7 +114,8 @@ def long_chat_streaming(ctx: Context) -> Section:
     tokens = ctx.sizes.browser_tokens
     saved = ctx.workdir / "long-chat.json"
     saved.write_text(long_chat(MESSAGES), encoding="utf-8")
-    scripted = {SCRIPTED_TOKENS: str(tokens)}
+    # The reply's length is the app's default (the page's settings are left alone).
+    scripted = {SCRIPTED_TOKENS: str(tokens), "GEMMA4_MAX_NEW_TOKENS": str(tokens)}
     app = ctx.fresh_app(scripted)
     before = ctx.fresh_app({**scripted, **BEFORE})
     with browser() as chromium:
