@@ -104,11 +104,11 @@ CSS = """
 .token-counts table { width: 100%; font-size: 0.9em; }
 /* Only the last message sent can be edited (the handler refuses the others), so only the
    last user bubble keeps the edit control (none when that bubble is media: a media-only last
-   turn; while a turn streams, CHAT_SCROLL_JS hides the history's). nth-last-child(of) rather
-   than :has() on the chat, which Chromium re-checks at every streamed update, restyling every
-   button of a long chat's history. Found by its icon, the same in every UI language. */
-#chatbot .user-row:not(:nth-last-child(1 of .user-row)) + .message-buttons-right button:has(.feather-edit-2) {
-  display: none; }
+   turn). nth-last-child(of) and classes rather than :has() on the chat, which Chromium
+   re-checks at every streamed update, restyling every button of a long chat's history.
+   Found by its icon, the same in every UI language. */
+#chatbot .user-row:not(:nth-last-child(1 of .user-row)) + .message-buttons-right button:has(.feather-edit-2),
+#chatbot.live-turn #chat-history button:has(.feather-edit-2) { display: none; }
 #chatbot .reply-stats { font-size: 0.75em; opacity: 0.65; margin-top: 4px; font-variant-numeric: tabular-nums; }
 #template-raw .textfield { font-family: var(--font-mono); white-space: pre-wrap; font-size: 0.85em; }
 #template-expanded textarea, #raw-output textarea { font-family: var(--font-mono); font-size: 0.85em; }
@@ -238,16 +238,6 @@ CHAT_SCROLL_JS = """
         show();  // whatever scrolled it up shows what is there
       }
     }, {passive: true});
-    // The message a turn answers is the last one sent, not the history's last, whose edit
-    // control goes for the turn. Set on the one button: a rule on the box's class restyled
-    // every button of the history at the turn's start and end.
-    let editControl = null;
-    const editable = (on) => {
-      if (editControl) editControl.style.display = '';
-      editControl = on ? null : history.querySelector(
-        '.user-row:nth-last-child(1 of .user-row) + .message-buttons-right button:has(.feather-edit-2)');
-      if (editControl) editControl.style.display = 'none';
-    };
     // The search found something hidden in the history (the browser shows it and goes there;
     // from a message, the event bubbles up).
     history.addEventListener('beforematch', () => { pinned = false; show(); });
@@ -257,15 +247,9 @@ CHAT_SCROLL_JS = """
       // A turn's end: the switch renders the whole history again (CSS), so it waits for the
       // next frame, not to add to the one that shows the settled turn.
       const turn = () => live.querySelector('.user-row') !== null, inTurn = turn();
-      if (inTurn && !box.classList.contains('live-turn')) {
-        box.classList.add('live-turn');
-        editable(false);
-      } else if (!inTurn && box.classList.contains('live-turn')) {
-        requestAnimationFrame(() => {
-          if (turn()) return editable(false);  // the next turn began: the history's last is another
-          box.classList.remove('live-turn');
-          editable(true);
-        });
+      if (inTurn) box.classList.add('live-turn');
+      else if (box.classList.contains('live-turn')) {
+        requestAnimationFrame(() => { if (!turn()) box.classList.remove('live-turn'); });
       }
       // (an empty chat shows its examples from the first)
       if (pinned && (liveShown || box.querySelector('.message-row'))) box.scrollTop = box.scrollHeight;
