@@ -171,6 +171,31 @@ def test_only_the_last_message_sent_has_an_edit_control(processor, page):
         server.demo.close()
 
 
+def test_while_a_turn_streams_the_message_it_answers_is_the_only_one_with_an_edit_control(processor, page):
+    """The message being answered is the last one sent: the history's last message loses its
+    edit control for the turn and has it back when the turn has settled into the history."""
+    server = story_server(processor, 60, 0.03)
+    try:
+        open_app(page, server.url)
+        page.fill("#composer textarea", "first question")
+        page.keyboard.press("Enter")
+        page.wait_for_function("() => document.querySelectorAll('#chat-history [data-testid=bot]').length >= 1",
+                               timeout=30_000)
+        page.wait_for_function("() => !document.querySelector('#composer textarea').disabled", timeout=30_000)
+        assert page.evaluate(EDIT_BUTTONS) == ["first question"]
+
+        page.fill("#composer textarea", "second question")
+        page.keyboard.press("Enter")
+        page.wait_for_function("() => document.querySelector('#chat-live [data-testid=bot]')?.innerText.length > 40",
+                               timeout=30_000)
+        assert "first question" not in page.evaluate(EDIT_BUTTONS)
+        page.wait_for_function("() => !document.querySelector('#composer textarea').disabled", timeout=60_000)
+        page.wait_for_timeout(300)  # the frame after the turn's end
+        assert page.evaluate(EDIT_BUTTONS) == ["second question"]
+    finally:
+        server.demo.close()
+
+
 def test_a_reply_streams_below_a_long_chat_without_touching_it(processor, page, tmp_path):
     """The chat's history stays as it is (the same elements) while a reply streams into the
     live part below it; the box follows the reply; when it is done the whole turn is in the
