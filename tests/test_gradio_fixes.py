@@ -134,6 +134,15 @@ def test_a_streamed_update_reads_back_only_the_streaming_event(app_server, page,
     assert per_update < 100, per_update
 
 
+def a_whole_turn(page) -> None:
+    """Send a message and wait until its turn, and the statuses after it, are over."""
+    page.fill("#composer textarea", "Plan a day trip to Lisbon in three steps.")
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => document.querySelector('#composer textarea').disabled", timeout=30_000)
+    page.wait_for_function("() => !document.querySelector('#composer textarea').disabled", timeout=120_000)
+    page.wait_for_timeout(1000)  # the last statuses
+
+
 def test_a_turn_reads_back_only_what_the_page_keeps(app_server, page, tmp_path):
     """At each start and end of an event (a turn has several: the message staged, the reply,
     the settling, the inspector's refreshes), Gradio read every component with a loading
@@ -141,11 +150,7 @@ def test_a_turn_reads_back_only_what_the_page_keeps(app_server, page, tmp_path):
     `selected`: 8,815 values in this turn. Now those three alone are read: 2,259."""
     a_used_session(page, app_server.url, tmp_path)
     page.evaluate(COUNT_READ_BACKS)
-    page.fill("#composer textarea", "Plan a day trip to Lisbon in three steps.")
-    page.keyboard.press("Enter")
-    page.wait_for_function("() => document.querySelector('#composer textarea').disabled", timeout=30_000)
-    page.wait_for_function("() => !document.querySelector('#composer textarea').disabled", timeout=120_000)
-    page.wait_for_timeout(1000)  # the last statuses
+    a_whole_turn(page)
     clones = page.evaluate("window.__clones")
     assert clones < 4_000, clones
 
@@ -163,11 +168,7 @@ COUNT_PLAIN_CLONES = """() => {
 
 def plain_values_cloned_in_a_turn(page) -> int:
     page.evaluate(COUNT_PLAIN_CLONES)
-    page.fill("#composer textarea", "Plan a day trip to Lisbon in three steps.")
-    page.keyboard.press("Enter")
-    page.wait_for_function("() => document.querySelector('#composer textarea').disabled", timeout=30_000)
-    page.wait_for_function("() => !document.querySelector('#composer textarea').disabled", timeout=120_000)
-    page.wait_for_timeout(1000)  # the last statuses
+    a_whole_turn(page)
     return page.evaluate("window.__plainClones")
 
 
