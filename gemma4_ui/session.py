@@ -282,16 +282,16 @@ class SharedChatHandlers:
                 raise MediaError(f"{item.name}: this model does not take {item.kind} input.")
         return UserTurn(draft.text.strip(), media)
 
-    def stage(self, value, conversation: Conversation, session: UserSession, shown_history=None):
+    def stage(self, value, conversation: Conversation, session: UserSession, shows_messages: bool = False):
         """Composer submit: check the draft before anything else happens. A bad file keeps the
         draft in the composer and warns; a good draft shows at once and goes to `respond`.
-        `shown_history`: the messages the page shows, which the app no longer holds if the
-        conversation is empty; then the draft stays, and nothing is sent.
+        `shows_messages`: whether the page shows a conversation, which the app no longer holds
+        if its own is empty; then the draft stays, and nothing is sent.
         Returns (composer, staged draft, chat history, live chat, Stop button)."""
         draft = Draft.from_value(value)
         if draft.empty:
             return gr.update(), None, gr.update(), gr.update(), gr.update()
-        if shown_history and not conversation.turns:
+        if shows_messages and not conversation.turns:
             return gr.update(), None, *forgotten(" Your message stays in the box."), gr.update()
         try:
             turn = self.user_turn(draft, session)

@@ -262,6 +262,11 @@ CHAT_SCROLL_JS = """
     box.querySelectorAll(':scope > .block').forEach((part) => grown.observe(part));
   };
   follow();"""
+# A send asks whether the page shows a conversation (if the app has let it go, the draft
+# stays: session.stage). The page answers it from its own messages: with the history as the
+# send's input, every message snapshotted, uploaded and validated the whole chat.
+SHOWS_MESSAGES_JS = """(draft, conversation, session) =>
+  [draft, conversation, session, document.querySelector('#chat-history .message-row') !== null]"""
 # The page's own script: Gradio runs it once, when the page has loaded.
 PAGE_JS = "() => {%s\n}" % (CHAT_SCROLL_JS + NARROW_SELECTION_RULES_JS + SKIP_UNCHANGED_DIR_JS)
 
@@ -365,6 +370,7 @@ class ChatColumn:
     live: gr.Chatbot  # what the streaming turn adds, then a notice or nothing
     composer: gr.MultimodalTextbox
     staged: gr.MultimodalTextbox  # the draft on its way from `stage` to `respond`
+    shows_messages: gr.Checkbox  # whether the page shows a conversation, read at each send (SHOWS_MESSAGES_JS)
     tool_row: gr.Row
     tool_answer: gr.Textbox
     tool_submit: gr.Button
@@ -445,6 +451,7 @@ def _chat_column() -> ChatColumn:
         placeholder="Message Gemma 4",
     )
     staged = gr.MultimodalTextbox(visible=False, file_count="multiple")
+    shows_messages = gr.Checkbox(visible=False)
     with gr.Row(visible=False) as tool_row:
         tool_answer = gr.Textbox(label="Result for the tool call (JSON or text)", scale=4, elem_id="tool-answer")
         tool_submit = gr.Button("Send result", variant="primary", scale=1, elem_id="tool-submit")
@@ -455,8 +462,8 @@ def _chat_column() -> ChatColumn:
     with gr.Accordion("🎯 Token probabilities of the last reply", open=False,
                       elem_id="token-probabilities-view") as probabilities_view:
         probabilities = gr.HTML(elem_id="token-probabilities")
-    return ChatColumn(history, live, composer, staged, tool_row, tool_answer, tool_submit, tool_cancel, stop,
-                      new_chat, probabilities_view, probabilities)
+    return ChatColumn(history, live, composer, staged, shows_messages, tool_row, tool_answer, tool_submit,
+                      tool_cancel, stop, new_chat, probabilities_view, probabilities)
 
 
 def _inspector_tab() -> InspectorTab:
@@ -654,9 +661,9 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
     respond = with_options(handlers, handlers.respond, [("message", empty), *turn])
     # Queued, so that a refusal's toast reaches the browser (a queue=False handler cannot
     # show gr.Warning); decoding is CPU work, apart from the GPU's limit.
-    chat.composer.submit(handlers.stage, [chat.composer, conversation, session, chat.history],
+    chat.composer.submit(handlers.stage, [chat.composer, conversation, session, chat.shows_messages],
                          [chat.composer, chat.staged, chat.history, chat.live, chat.stop], concurrency_limit=4,
-                         concurrency_id="stage", **quiet, **private).then(
+                         concurrency_id="stage", js=SHOWS_MESSAGES_JS, **quiet, **private).then(
         respond, [chat.staged, conversation, session, *options], chat_outputs, api_name="chat",
         show_progress="minimal", **streamed, **gpu,
     ).then(**after)

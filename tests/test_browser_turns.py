@@ -199,7 +199,7 @@ def test_while_a_turn_streams_the_message_it_answers_is_the_only_one_with_an_edi
 def test_a_reply_streams_below_a_long_chat_without_touching_it(processor, page, tmp_path):
     """The chat's history stays as it is (the same elements) while a reply streams into the
     live part below it; the box follows the reply; when it is done the whole turn is in the
-    history and the live part is empty."""
+    history and the live part is empty. The send uploads the draft, not the chat."""
     from gemma4_ui.conversation import AssistantTurn, Conversation, UserTurn
 
     turns = []
@@ -215,6 +215,8 @@ def test_a_reply_streams_below_a_long_chat_without_touching_it(processor, page, 
         page.wait_for_function("""() => { const box = document.querySelector('#chatbot');
             return box.scrollHeight - box.scrollTop - box.clientHeight < 80; }""", timeout=10_000)
         page.evaluate("document.querySelector('#chat-history .message-row').dataset.mark = 'first'")
+        uploads = []
+        page.on("request", lambda request: request.method == "POST" and uploads.append(request.post_data or ""))
         page.fill("#composer textarea", "One more")
         page.keyboard.press("Enter")
         page.wait_for_function("() => document.querySelector('#chat-live').innerText.includes('Once upon a time')",
@@ -231,6 +233,8 @@ def test_a_reply_streams_below_a_long_chat_without_touching_it(processor, page, 
         page.wait_for_function("() => document.querySelectorAll('#chat-history .message-row').length === 26",
                                timeout=30_000)
         assert page.locator("#chat-live .message-row").count() == 0
+        assert any("One more" in body for body in uploads)
+        assert not any("Question 3" in body for body in uploads), "a send uploads the draft, not the whole chat"
         page.get_by_role("radio", name="Messages").click()
         page.wait_for_function("() => document.querySelector('#template-messages').innerText.includes('Once upon')",
                                timeout=30_000)  # the inspector shows the reply too
