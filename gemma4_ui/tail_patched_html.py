@@ -82,7 +82,8 @@ const apply = (value) => {
 };
 const patch = () => {
   apply(props.value || '');
-  frame.hidden = !view.pieces.length;
+  frame.toggleAttribute('data-empty', !view.pieces.length);
+  frame.hidden = !view.pieces.length && !frame.querySelector('.tph-empty');
   target = view.pieces;
   if (!patching) { patching = true; slice(); }
 };
@@ -124,12 +125,14 @@ def view_of(patch: str) -> tuple[int, int, int, list[str]]:
     return int(head[2]), int(head[3]), int(head[4]), rest.split(SEPARATOR) if rest else []
 
 
-def tail_patched_html(elem_id: str, label: str, head: str = "", body_class: str = "") -> gr.HTML:
+def tail_patched_html(elem_id: str, label: str, head: str = "", body_class: str = "", empty: str = "") -> gr.HTML:
     """A gr.HTML in a block like Gradio's own: `label`, then `head` (fixed HTML, e.g. a
-    legend), then the view its patches make; all hidden while the view is empty. Its value
-    is a patch (`TailPatches`); its `clear` event asks for the whole view."""
-    frame = (f"<div class='tph-frame' hidden><span class='tph-label'>{html.escape(label)}</span>{head}"
-             f"<div class='tph-body {body_class}'></div></div>")
+    legend), then the view its patches make. While the view is empty, the label and the text
+    `empty` show instead, or nothing if that is "". Its value is a patch (`TailPatches`); its
+    `clear` event asks for the whole view."""
+    placeholder = f"<div class='tph-empty'>{html.escape(empty)}</div>" if empty else ""
+    frame = (f"<div class='tph-frame' hidden data-empty><span class='tph-label'>{html.escape(label)}</span>{head}"
+             f"{placeholder}<div class='tph-body {body_class}'></div></div>")
     script = _PATCH_JS % {"separator": SEPARATOR, "header": _HEADER_PATTERN, "key": elem_id}
     return gr.HTML(elem_id=elem_id, html_template=frame, js_on_load=script)
 
@@ -139,6 +142,8 @@ CSS = """
   overflow-y: auto; line-height: 1.7; }
 .tph-frame { border: 1px solid var(--block-border-color); border-radius: var(--block-radius);
   background: var(--block-background-fill); padding: var(--block-padding); }
+.tph-frame[data-empty] > :not(.tph-label):not(.tph-empty), .tph-frame:not([data-empty]) > .tph-empty { display: none; }
+.tph-empty { margin: 0; color: var(--body-text-color-subdued); }
 .tph-label { display: inline-block; margin-bottom: var(--spacing-md); padding: var(--block-label-padding);
   border: 1px solid var(--block-label-border-color); border-radius: var(--block-label-radius);
   background: var(--block-label-background-fill); color: var(--block-label-text-color);

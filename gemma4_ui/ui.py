@@ -33,6 +33,8 @@ from .tail_patched_html import CSS as TAIL_PATCHED_CSS, tail_patched_html
 from .tools import ToolRegistry
 
 LAYERS = {"Messages": "layer-messages", "Template": "layer-template", "Expanded": "layer-expanded"}
+# What layers 2 and 3 say before there is anything to send (layer 1 shows the empty request).
+LAYER_EMPTY = "Shows here once there is a message or a file to send."
 WIDE_SCREEN = "(min-width: 1800px)"  # a projector or a big monitor: the side column gets half the width
 _SHOWN_WHEN_PICKED = "".join(
     f"#layers:has(#layer-choice input[value='{name}']:checked) #{elem_id} {{ display: flex; }}\n"
@@ -486,13 +488,13 @@ def _inspector_tab() -> InspectorTab:
                                                interactive=False, elem_id="template-messages-text")
             with gr.Column(elem_id="layer-template", min_width=0):
                 template = tail_patched_html("template-raw", "Layer 2: apply_chat_template(tokenize=False)",
-                                             head=TEMPLATE_LEGEND, body_class="tv-tokens")
+                                             head=TEMPLATE_LEGEND, body_class="tv-tokens", empty=LAYER_EMPTY)
                 with gr.Accordion("Plain text (copy)", open=False) as template_text_view:
                     template_text = gr.Textbox(show_label=False, lines=14, max_lines=30, buttons=["copy"],
                                                interactive=False, elem_id="template-text")
             with gr.Column(elem_id="layer-expanded", min_width=0):
                 expanded_colour = tail_patched_html("template-expanded-colour", "Layer 3: processor(...) input_ids",
-                                                    head=EXPANDED_LEGEND, body_class="xv-tokens")
+                                                    head=EXPANDED_LEGEND, body_class="xv-tokens", empty=LAYER_EMPTY)
                 with gr.Accordion("Plain text (copy)", open=False) as expanded_text_view:
                     show_ids = gr.Checkbox(label="Show token ids", value=False)
                     expanded = gr.Textbox(

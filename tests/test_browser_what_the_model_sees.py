@@ -8,6 +8,7 @@ import pytest
 
 from conftest import ARTIFACTS, ROOT, screenshot
 from gemma4_ui.soft_token_map import image_grid
+from gemma4_ui.ui import LAYER_EMPTY
 from test_browser import attach, image_tokens, no_horizontal_scroll, open_app
 
 EXAMPLES = ROOT / "assets" / "examples"
@@ -196,8 +197,12 @@ def test_layers_patched_while_typing_read_as_a_fresh_render(app_server, page, br
             page.wait_for_function(
                 "text => document.querySelector('#template-messages').innerText.includes(JSON.stringify(text))",
                 arg=draft, timeout=30_000)
-        else:  # no prompt, no frame
-            page.wait_for_function("() => document.querySelector('#template-raw .tph-frame').hidden", timeout=30_000)
+        else:  # no prompt: the layer says so
+            page.wait_for_function("() => document.querySelector('#template-raw .tph-frame[data-empty]')",
+                                   timeout=30_000)
+            page.get_by_role("radio", name="Template").click()
+            assert page.inner_text("#template-raw") == "Layer 2: apply_chat_template(tokenize=False)\n" + LAYER_EMPTY
+            page.get_by_role("radio", name="Messages").click()
     fresh = browser.new_page()
     try:
         open_app(fresh, app_server.url)
