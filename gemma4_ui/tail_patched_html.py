@@ -142,8 +142,9 @@ CSS = """
   overflow-y: auto; line-height: 1.7; }
 .tph-frame { border: 1px solid var(--block-border-color); border-radius: var(--block-radius);
   background: var(--block-background-fill); padding: var(--block-padding); }
-.tph-frame[data-empty] > :not(.tph-label):not(.tph-empty), .tph-frame:not([data-empty]) > .tph-empty { display: none; }
-.tph-empty { margin: 0; color: var(--body-text-color-subdued); }
+.tph-frame[data-empty] > :not(.tph-label):not(.tph-empty),
+.tph-frame:not([data-empty]) > .tph-empty { display: none; }
+.tph-empty { color: var(--body-text-color-subdued); }
 .tph-label { display: inline-block; margin-bottom: var(--spacing-md); padding: var(--block-label-padding);
   border: 1px solid var(--block-label-border-color); border-radius: var(--block-label-radius);
   background: var(--block-label-background-fill); color: var(--block-label-text-color);
