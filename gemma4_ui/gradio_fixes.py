@@ -24,7 +24,8 @@
    null it met to structuredClone, which serializes and rebuilds each one to give back the
    same value: 8,700 calls (~17 ms) when a message was sent in a 120-message chat (the
    history was then an input of the send), and twice as many per streamed update in a long
-   chat as in an empty one. A value that is not an object is now given back as it is, as structuredClone would.
+   chat as in an empty one. A value that is not an object is now given back as it is, as
+   structuredClone would.
 
 Each fix is a few exact replacements in one of Gradio's built chunks, served from memory at
 the chunk's own address by a route ahead of Gradio's /assets. Where this Gradio's build
