@@ -39,6 +39,7 @@ _HEADER_PATTERN = r"^<!--tph ([0-9a-f]+) (\d+) (-?\d+) (\d+)-->"
 _PATCH_JS = """
 const body = element.querySelector('.tph-body');
 const frame = element.querySelector('.tph-frame');
+const placeholder = frame.querySelector('.tph-empty') !== null;  // an empty view shows it
 // The view as the patches made it, kept on the page (not in this element) so that a re-mount
 // of the component starts from it: the value it then finds is only the last patch.
 const views = window.__tailPatchedViews ??= {};
@@ -83,7 +84,7 @@ const apply = (value) => {
 const patch = () => {
   apply(props.value || '');
   frame.toggleAttribute('data-empty', !view.pieces.length);
-  frame.hidden = !view.pieces.length && !frame.querySelector('.tph-empty');
+  frame.hidden = !view.pieces.length && !placeholder;
   target = view.pieces;
   if (!patching) { patching = true; slice(); }
 };
