@@ -20,7 +20,7 @@ except ImportError:
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from gemma4_ui.config import parse_settings
-    from gemma4_ui.engine import ModelLoadError, build_engine
+    from gemma4_ui.engines.base import ModelLoadError, build_engine
 
     settings = parse_settings(argv)
     try:
@@ -29,8 +29,8 @@ def main(argv: list[str] | None = None) -> int:
         logging.error("%s", err)
         return 1
 
-    from gemma4_ui.session import SharedChatHandlers
-    from gemma4_ui.ui import build_ui, enable_queue, page_options
+    from gemma4_ui.web.app import build_ui, enable_queue, page_options
+    from gemma4_ui.web.session import SharedChatHandlers
 
     demo = enable_queue(build_ui(SharedChatHandlers(engine, settings)), settings.gpu_concurrency)
     # Quiet: Gradio's own banner tells to "set `share=True` in `launch()`"; this app's way is --share.

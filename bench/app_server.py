@@ -72,7 +72,7 @@ def tiny_engine(fixed_length: bool = True, separate_process: bool = False):
     """The bundled model through the app's LocalEngine on the CPU, loaded."""
     import torch
 
-    from gemma4_ui.engine_local import LocalEngine
+    from gemma4_ui.engines.local.engine import LocalEngine
 
     torch.set_num_threads(TORCH_THREADS)  # the generation process takes the same number
     prepare = "bench.app_server:prepare_model" if fixed_length else None
@@ -81,8 +81,8 @@ def tiny_engine(fixed_length: bool = True, separate_process: bool = False):
 
 def recording_engine(engine, stats_file: Path):
     """`engine`, plus one JSON line in `stats_file` per generation round."""
-    from gemma4_ui.engine import Engine
-    from gemma4_ui.events import Done
+    from gemma4_ui.core.events import Done
+    from gemma4_ui.engines.base import Engine
 
     class RecordingEngine(Engine):
         modalities = engine.modalities
@@ -108,10 +108,11 @@ def release_free_memory(*_signal) -> None:
 
 
 def serve(port: int, stats_file: Path) -> None:
-    from gemma4_ui import session, ui
     from gemma4_ui.config import parse_settings
-    from gemma4_ui.session import SharedChatHandlers
-    from gemma4_ui.ui import build_ui, enable_queue, page_options
+    from gemma4_ui.web import app as ui
+    from gemma4_ui.web import session
+    from gemma4_ui.web.app import build_ui, enable_queue, page_options
+    from gemma4_ui.web.session import SharedChatHandlers
 
     # The app's settings as `python app.py --model tiny` takes them (GEMMA4_* variables too).
     settings = parse_settings(["--model", "tiny", "--max-new-tokens-cap", "8192"])
@@ -121,7 +122,8 @@ def serve(port: int, stats_file: Path) -> None:
     if os.environ.get(UPDATES_PER_SECOND):  # read by the pacer at each update
         session.MAX_UPDATES_PER_SECOND = float(os.environ[UPDATES_PER_SECOND])
     if os.environ.get(ONE_CHATBOT):
-        from gemma4_ui import display, expanded_view
+        from gemma4_ui.inspector import expanded_view
+        from gemma4_ui.web import display
 
         class WholeChat(display.StreamingRender):
             def __call__(self, conversation, live=None, notice=""):

@@ -97,7 +97,7 @@ def random_drafter(config, device: str, dtype):
     import torch
     from transformers import AutoModelForCausalLM
 
-    from gemma4_ui.compat import backport_mtp_kv_sharing
+    from gemma4_ui.engines.backports import backport_mtp_kv_sharing
 
     backport_mtp_kv_sharing()
     torch.manual_seed(1)
@@ -113,8 +113,7 @@ def random_model(config, device: str, dtype):
     from transformers import AutoModelForMultimodalLM, GenerationConfig
 
     from gemma4_ui.config import BUNDLED_MODEL
-
-    from gemma4_ui.compat import backport_mtp_kv_sharing
+    from gemma4_ui.engines.backports import backport_mtp_kv_sharing
 
     backport_mtp_kv_sharing()  # so that a target keeps the key/value states a drafter reads
     torch.manual_seed(0)
@@ -131,7 +130,7 @@ def engine_over(model, device: str, drafter=None):
     from transformers import AutoProcessor
 
     from gemma4_ui.config import BUNDLED_MODEL
-    from gemma4_ui.engine_local import LocalEngine
+    from gemma4_ui.engines.local.engine import LocalEngine
 
     from .app_server import generate_to_max_length
 

@@ -43,8 +43,8 @@ TYPE_SCRIPT = """async (word) => {
 
 
 def history(ctx: Context):
-    from gemma4_ui.conversation import AssistantTurn, Conversation, UserTurn
-    from gemma4_ui.media import load_media
+    from gemma4_ui.core.conversation import AssistantTurn, Conversation, UserTurn
+    from gemma4_ui.media.decoding import load_media
 
     screenshot = media_files.screenshot_png(ctx.workdir / "screenshot.png")
     second_photo = media_files.photo_jpeg(ctx.workdir / "second-photo.jpg", 1600, 1200, seed=5)
@@ -71,7 +71,7 @@ def timed_ms(call) -> float:
 
 
 def _options():
-    from gemma4_ui.options import ChatOptions
+    from gemma4_ui.core.options import ChatOptions
 
     return ChatOptions(max_new_tokens=256, temperature=0.0)
 
@@ -80,7 +80,7 @@ def _options():
 
 def differing_ids(session, conversation) -> int:
     """Positions where the inspector's ids or token types differ from the real processor's."""
-    from gemma4_ui.prompt import build_spec, model_inputs
+    from gemma4_ui.core.prompt import build_spec, model_inputs
 
     spec = build_spec(conversation, _options(), session.registry)
     real = model_inputs(session.engine.processor, spec)
@@ -95,8 +95,8 @@ def differing_ids(session, conversation) -> int:
 def exactness_conversation(ctx: Context, conversation, attached: list):
     """The history, a draft with `attached`, and what stresses the cache most: a video and a
     second clip of another length (audio features are padded to the longest clip)."""
-    from gemma4_ui.conversation import Conversation, UserTurn
-    from gemma4_ui.media import load_media
+    from gemma4_ui.core.conversation import Conversation, UserTurn
+    from gemma4_ui.media.decoding import load_media
 
     short_clip = media_files.speech_like_wav(ctx.workdir / "short.wav", seconds=3.3, seed=7)
     video = Path(__file__).resolve().parent.parent / "assets" / "examples" / "bouncing_ball.mp4"
@@ -108,8 +108,8 @@ def exactness_conversation(ctx: Context, conversation, attached: list):
 
 def in_process(ctx: Context, conversation) -> list[Figure]:
     from gemma4_ui.config import Settings
-    from gemma4_ui.prompt import build_spec, model_inputs
-    from gemma4_ui.session import Draft, SharedChatHandlers
+    from gemma4_ui.core.prompt import build_spec, model_inputs
+    from gemma4_ui.web.session import Draft, SharedChatHandlers
 
     session = SharedChatHandlers(ctx.engine, Settings(model="tiny"))
     user = session.new_session()
@@ -142,8 +142,8 @@ def in_process(ctx: Context, conversation) -> list[Figure]:
 
 
 def in_browser(ctx: Context, conversation) -> list[Figure]:
-    from gemma4_ui import transcript
-    from gemma4_ui.options import ChatOptions
+    from gemma4_ui.core import transcript
+    from gemma4_ui.core.options import ChatOptions
 
     saved = ctx.workdir / "history.json"
     saved.write_text(transcript.dumps(conversation, ChatOptions()), encoding="utf-8")

@@ -1,6 +1,6 @@
 """Media preparation: from an uploaded file to processor-ready tensors.
 
-Ours is `gemma4_ui.media.load_media` (checks, decoding, resampling, frame sampling) then the
+Ours is `gemma4_ui.media.decoding.load_media` (checks, decoding, resampling, frame sampling) then the
 processor; theirs is transformers' own loader for the medium then the same processor call:
 `image_utils.load_image`, `audio_utils.load_audio` (soundfile + soxr, as librosa), and
 `video_utils.load_video` with the one backend installed here (OpenCV; PyAV, decord and
@@ -31,7 +31,7 @@ def to_tensors(processor, kind: str, data, video_metadata=None):
 
 
 def ours(processor, path: Path) -> float:
-    from gemma4_ui.media import load_media
+    from gemma4_ui.media.decoding import load_media
 
     started = time.perf_counter()
     item = load_media(path)
@@ -70,7 +70,7 @@ def unavailable_video_backends() -> list[str]:
 
 
 def media_preparation(ctx: Context) -> Section:
-    from gemma4_ui.media import MediaLimits
+    from gemma4_ui.config import MediaLimits
 
     processor = ctx.engine.processor
     frames = MediaLimits().max_video_frames

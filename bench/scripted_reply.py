@@ -79,9 +79,9 @@ def hold_to_script(model, tokenizer, count: int) -> None:
 def long_chat(messages: int):
     """A conversation of `messages` messages (user and assistant in turn), the answers about
     code with code blocks, as the app saves it (for its "Load a conversation")."""
-    from gemma4_ui.chat import ChatOptions
-    from gemma4_ui.conversation import AssistantTurn, Conversation, UserTurn
-    from gemma4_ui.transcript import dumps
+    from gemma4_ui.core.conversation import AssistantTurn, Conversation, UserTurn
+    from gemma4_ui.core.transcript import dumps
+    from gemma4_ui.turns import ChatOptions
 
     turns = []
     for n in range(messages // 2):

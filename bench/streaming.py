@@ -109,13 +109,13 @@ def bare_generate(engine, text: str, max_new_tokens: int, image: Path | None = N
 def engine_stream(engine, text: str, max_new_tokens: int, image: Path | None = None) -> Timing:
     """The app's engine on the same request (the upload decoded as the app decodes it),
     consumed as fast as it yields."""
-    from gemma4_ui.options import ChatOptions
-    from gemma4_ui.prompt import build_spec
-    from gemma4_ui.conversation import Conversation, UserTurn
-    from gemma4_ui.engine import GenerationRequest
-    from gemma4_ui.events import Done
-    from gemma4_ui.media import load_media
-    from gemma4_ui.tools import default_registry
+    from gemma4_ui.core.conversation import Conversation, UserTurn
+    from gemma4_ui.core.events import Done
+    from gemma4_ui.core.options import ChatOptions
+    from gemma4_ui.core.prompt import build_spec
+    from gemma4_ui.engines.base import GenerationRequest
+    from gemma4_ui.media.decoding import load_media
+    from gemma4_ui.tools.registry import default_registry
 
     requested, cpu = time.perf_counter(), time.process_time()
     options = ChatOptions(max_new_tokens=max_new_tokens, temperature=0)
@@ -170,9 +170,9 @@ def chat_with_photos(client, messages: int) -> None:
 
 def exported_history(client) -> list[dict]:
     """The client's conversation as the app exports it, as Gemma message dicts (media decoded)."""
-    from gemma4_ui import transcript
-    from gemma4_ui.conversation import to_gemma_messages
-    from gemma4_ui.media import MediaLimits
+    from gemma4_ui.config import MediaLimits
+    from gemma4_ui.core import transcript
+    from gemma4_ui.core.conversation import to_gemma_messages
 
     files = client.predict(api_name="/export")
     saved = httpx.get(files[0]["url"], timeout=60).text

@@ -21,9 +21,9 @@ from .streaming import PROMPT, Timing, _same_work, bare_generate
 
 
 def engine_reply(engine, max_new_tokens: int, record: bool) -> Timing:
-    from gemma4_ui.engine import GenerationRequest
-    from gemma4_ui.events import Done
-    from gemma4_ui.prompt import PromptSpec
+    from gemma4_ui.core.events import Done
+    from gemma4_ui.core.prompt import PromptSpec
+    from gemma4_ui.engines.base import GenerationRequest
 
     requested, cpu = time.perf_counter(), time.process_time()
     request = GenerationRequest(PromptSpec([{"role": "user", "content": PROMPT}]), max_new_tokens, temperature=0,

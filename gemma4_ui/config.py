@@ -8,8 +8,6 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .media import MediaLimits
-
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLED_MODEL = ROOT / "assets" / "tiny-gemma4"
 EXAMPLES_DIR = ROOT / "assets" / "examples"
@@ -17,10 +15,10 @@ DEFAULT_MODEL = "google/gemma-4-E2B-it"
 IMAGE_BUDGETS = (70, 140, 280, 560, 1120)
 # scripts/train_tiny_gemma4.py writes training.json next to the weights it trains.
 BUNDLED_TRAINED = (BUNDLED_MODEL / "training.json").exists()
-BUNDLED_NOTE = ("a tiny protocol demo model trained on synthetic data, not an assistant" if BUNDLED_TRAINED else
-                "a tiny model with random weights that shows the protocol's plumbing: its replies are noise")
 # --assistant values that are not a model: the default, and off.
 ASSISTANT_AUTO, ASSISTANT_OFF = "auto", "none"
+# --backend names; engines.base.ENGINES maps each to its class.
+BACKENDS = ("local", "openai")
 
 
 def _env(name: str, default: str | None = None) -> str | None:
@@ -54,10 +52,24 @@ def _env_bool(parser: argparse.ArgumentParser, name: str, default: bool) -> bool
     return value.strip().lower() in _TRUE
 
 
+@dataclass(frozen=True)
+class MediaLimits:
+    max_file_mb: float = 50.0
+    max_files_per_message: int = 8
+    max_audio_seconds: float = 30.0  # Gemma 4 audio cap: 750 tokens x 40 ms
+    audio_over_limit: str = "truncate"  # "truncate" (keep the first max_audio_seconds) or "refuse"
+    max_video_seconds: float = 120.0
+    max_video_frames: int = 32  # sampled evenly over the whole video
+    max_image_pixels: int = 50_000_000  # decompression-bomb guard
+
+    def __post_init__(self) -> None:
+        assert self.audio_over_limit in ("truncate", "refuse"), "audio_over_limit is 'truncate' or 'refuse'"
+
+
 @dataclass
 class Settings:
     model: str | None = None  # None: DEFAULT_MODEL locally, the server's model remotely
-    backend: str = "local"  # a name in engine.ENGINES
+    backend: str = "local"  # a name in BACKENDS
     base_url: str | None = None
     api_key: str | None = None
     device: str = "auto"
@@ -148,15 +160,13 @@ def _check_ranges(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
 
 
 def parse_settings(argv: list[str] | None = None) -> Settings:
-    from .engine import ENGINES  # the registry imports this module's constants
-
     defaults = Settings()
     parser = argparse.ArgumentParser(
         prog="python app.py",
         description="Chat with, demo and understand Gemma 4. Every option can also be set by the "
         "environment variable shown in brackets.",
     )
-    choices = {"backend": sorted(ENGINES)}
+    choices = {"backend": sorted(BACKENDS)}
     for flag, env, name, kind, help_text in _OPTIONS:
         parser.add_argument(flag, dest=name, type=kind, default=_env_typed(parser, env, flag, kind, getattr(defaults, name)),
                             choices=choices.get(name), help=f"{help_text} [{env}]")
@@ -187,8 +197,8 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
     settings = Settings(**values, limits=limits)
     settings.api_key = settings.api_key or _env("OPENAI_API_KEY")
     settings.base_url = settings.base_url or _env("OPENAI_BASE_URL")
-    if settings.backend not in ENGINES:  # argparse checks flags, not the variable's value
-        parser.error(f"GEMMA4_BACKEND must be one of {', '.join(sorted(ENGINES))}, not {settings.backend!r}")
+    if settings.backend not in BACKENDS:  # argparse checks flags, not the variable's value
+        parser.error(f"GEMMA4_BACKEND must be one of {', '.join(sorted(BACKENDS))}, not {settings.backend!r}")
     if settings.backend == "openai" and not settings.base_url:
         parser.error("--backend openai needs --base-url (or GEMMA4_BASE_URL)")
     if settings.backend != "local" and settings.assistant not in (ASSISTANT_AUTO, ASSISTANT_OFF):

@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gemma4_ui.compat import backport_mtp_kv_sharing  # noqa: E402
+from gemma4_ui.engines.backports import backport_mtp_kv_sharing  # noqa: E402
 
 BUNDLED_MODEL = ROOT / "assets" / "tiny-gemma4"
 DRAFT_TOKENS = 4  # tokens the drafter proposes per round (the real drafters' configs set their own)

@@ -96,7 +96,7 @@ def build_tokenizer(out: Path, seed: int):
     tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()])
     tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS])
 
-    from gemma4_ui.parsing import GEMMA4_RESPONSE_TEMPLATE
+    from gemma4_ui.core.parsing import GEMMA4_RESPONSE_TEMPLATE
 
     hf_tok = GemmaTokenizer(
         vocab=vocab,

@@ -38,14 +38,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gemma4_ui import builtin_tools  # noqa: E402
-from gemma4_ui.conversation import AssistantTurn, Conversation, ToolRound, UserTurn  # noqa: E402
-from gemma4_ui.engine_openai import tool_message_content  # noqa: E402
-from gemma4_ui.events import ToolCall, ToolResult  # noqa: E402
-from gemma4_ui.media import AUDIO_SAMPLING_RATE, MediaItem  # noqa: E402
-from gemma4_ui.options import ChatOptions  # noqa: E402
-from gemma4_ui.prompt import build_spec, model_inputs, template_text  # noqa: E402
-from gemma4_ui.tools import ToolRegistry, default_registry  # noqa: E402
+from gemma4_ui.core.conversation import AssistantTurn, Conversation, ToolRound, UserTurn  # noqa: E402
+from gemma4_ui.core.events import ToolCall, ToolResult  # noqa: E402
+from gemma4_ui.core.options import ChatOptions  # noqa: E402
+from gemma4_ui.core.prompt import build_spec, model_inputs, template_text  # noqa: E402
+from gemma4_ui.engines.openai import tool_message_content  # noqa: E402
+from gemma4_ui.media.decoding import AUDIO_SAMPLING_RATE, MediaItem  # noqa: E402
+from gemma4_ui.tools import builtin as builtin_tools  # noqa: E402
+from gemma4_ui.tools.registry import ToolRegistry, default_registry  # noqa: E402
 
 BUILTIN_TOOLS = ("calculator", "convert_units", "current_time", "get_current_weather")
 SERVED_SHARE = 0.35  # episodes rendered as a server renders them (see Episode.served)

@@ -422,8 +422,8 @@ def save(model, processor, out: Path, summary: dict) -> None:
 
 def run_turn(runner, text: str, tools: list[str], thinking: bool = False, media=(), max_new_tokens: int = 160):
     """One turn through the app's loop, greedy; returns the settled assistant turn."""
-    from gemma4_ui.options import ChatOptions
-    from gemma4_ui.conversation import Conversation, UserTurn
+    from gemma4_ui.core.conversation import Conversation, UserTurn
+    from gemma4_ui.core.options import ChatOptions
 
     options = ChatOptions(enabled_tools=tools, thinking=thinking, temperature=0.0, max_new_tokens=max_new_tokens)
     *_, last = runner.run(Conversation([UserTurn(text, list(media))]), options, threading.Event())
@@ -460,7 +460,7 @@ def thought_as_asked(turn, thinking: bool) -> bool:
 
 def show_samples(runner) -> None:
     """Raw greedy outputs (special tokens kept) of a few turns, round by round."""
-    from gemma4_ui.media import load_media
+    from gemma4_ui.media.decoding import load_media
 
     examples = ROOT / "assets" / "examples"
     samples = [
@@ -506,7 +506,7 @@ def served_spec(spec):
     of a `tool` message (what `engine_openai` sends)."""
     from dataclasses import replace
 
-    from gemma4_ui.engine_openai import tool_message_content
+    from gemma4_ui.engines.openai import tool_message_content
 
     def served(message: dict) -> dict:
         if "tool_calls" not in message:
@@ -538,10 +538,10 @@ def evaluate(out: Path, threads: int, seed: int = 12345) -> None:
     """Greedy, through the app's own engine and tool loop, on what training never showed:
     the share of exact argument copies, of answers that quote the tool's result, of thoughts
     present exactly when asked for, of media acknowledged, and of replies that end cleanly."""
-    from gemma4_ui.chat import TurnRunner
-    from gemma4_ui.engine_local import LocalEngine
-    from gemma4_ui.media import load_media
-    from gemma4_ui.tools import default_registry
+    from gemma4_ui.engines.local.engine import LocalEngine
+    from gemma4_ui.media.decoding import load_media
+    from gemma4_ui.tools.registry import default_registry
+    from gemma4_ui.turns import TurnRunner
 
     torch.set_num_threads(threads)
     runner = TurnRunner(LocalEngine(str(out), device="cpu").load(), default_registry())

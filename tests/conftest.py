@@ -42,7 +42,7 @@ def processor():
 
 @pytest.fixture(scope="session")
 def tiny_engine():
-    from gemma4_ui.engine_local import LocalEngine
+    from gemma4_ui.engines.local.engine import LocalEngine
 
     return LocalEngine("tiny", device="cpu").load()
 
@@ -50,7 +50,7 @@ def tiny_engine():
 @pytest.fixture(scope="session")
 def tiny_process_engine():
     """The bundled model in a generation process of its own, as the app runs it."""
-    from gemma4_ui.engine_local import LocalEngine
+    from gemma4_ui.engines.local.engine import LocalEngine
 
     engine = LocalEngine("tiny", device="cpu", separate_process=True).load()
     yield engine
@@ -114,8 +114,8 @@ class AppServer:
 
 def start_app(engine, **overrides) -> AppServer:
     from gemma4_ui.config import Settings
-    from gemma4_ui.session import SharedChatHandlers
-    from gemma4_ui.ui import build_ui, enable_queue, page_options
+    from gemma4_ui.web.app import build_ui, enable_queue, page_options
+    from gemma4_ui.web.session import SharedChatHandlers
 
     settings = Settings(model="tiny", **overrides)
     session = SharedChatHandlers(engine, settings)
@@ -174,7 +174,7 @@ def screenshot(page, name: str) -> Path:
 def session_handlers(tiny_engine):
     """The handlers all users share, on the tiny model, with default settings."""
     from gemma4_ui.config import Settings
-    from gemma4_ui.session import SharedChatHandlers
+    from gemma4_ui.web.session import SharedChatHandlers
 
     return SharedChatHandlers(tiny_engine, Settings(model="tiny"))
 

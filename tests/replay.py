@@ -12,10 +12,10 @@ import threading
 import time
 from collections.abc import Callable
 
-from gemma4_ui.engine import Engine, GenerationRequest, ModelStatus
-from gemma4_ui.events import ReplyStats
-from gemma4_ui.parsing import ReplyParser
-from gemma4_ui.prompt import model_inputs, template_text
+from gemma4_ui.core.events import ReplyStats
+from gemma4_ui.core.parsing import ReplyParser
+from gemma4_ui.core.prompt import model_inputs, template_text
+from gemma4_ui.engines.base import Engine, GenerationRequest, ModelStatus
 
 
 class ReplayEngine(Engine):

@@ -6,9 +6,9 @@ from __future__ import annotations
 import threading
 import time
 
+from conftest import ROOT
 from gradio_client import handle_file
 
-from conftest import ROOT
 from tests.conftest import chat_messages
 
 EXAMPLES = ROOT / "assets" / "examples"
@@ -105,7 +105,7 @@ def test_stop_ends_generation(app_server):
 def test_every_gallery_example_runs_offline(app_server):
     """A presenter clicks through the examples gallery: each one (its media, thinking and
     tools) gets a reply on the bundled model, none an error, each in a fresh conversation."""
-    from gemma4_ui.ui import _examples
+    from gemma4_ui.web.app import _examples
 
     rows, labels = _examples()
     assert len(rows) == len(labels) == 7

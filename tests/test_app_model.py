@@ -5,10 +5,10 @@ Chromium, greedy decoding."""
 from __future__ import annotations
 
 import pytest
+from conftest import ROOT, screenshot
 from gradio_client import handle_file
 
-from conftest import ROOT, screenshot
-from gemma4_ui.loading import BUNDLED_TRAINED
+from gemma4_ui.config import BUNDLED_TRAINED
 from tests.conftest import chat_messages
 
 # Acceptance tests of the trained bundle. They run once scripts/train_tiny_gemma4.py has trained
@@ -49,7 +49,7 @@ def test_tool_loop_call_run_answer(client):
     thought = panels(chat, "💭")[0]
     assert call["metadata"]["parent_id"] == thought["metadata"]["id"], "the call nests under the thought"
 
-    from gemma4_ui.builtin_tools import get_current_weather
+    from gemma4_ui.tools.builtin import get_current_weather
 
     sample = get_current_weather("Ouagadougou")
     answer = text_of(chat[-1])

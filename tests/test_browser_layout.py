@@ -5,7 +5,6 @@ Each test leaves a screenshot of what it checked in test-artifacts/."""
 from __future__ import annotations
 
 import pytest
-
 from conftest import screenshot
 
 SCREENS = {

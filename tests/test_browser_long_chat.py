@@ -7,11 +7,11 @@ do, in a chat with code blocks; what they save is measured in `bench` (long chat
 from __future__ import annotations
 
 import pytest
-
-from bench.scripted_reply import long_chat  # a chat about code, as the bench loads it
 from conftest import CHAT_FILE_INPUT, screenshot
 from test_browser import open_app
 from test_browser_turns import story_server
+
+from bench.scripted_reply import long_chat  # a chat about code, as the bench loads it
 
 # Rules whose selector has a descendant combinator after an attribute selector and ends in a
 # bare pseudo-element, the shape that made Chromium restyle whole subtrees.

@@ -4,7 +4,6 @@ and a video the browser cannot play is shown as one of its frames."""
 from __future__ import annotations
 
 import numpy as np
-
 from conftest import screenshot
 from test_browser import attach, open_app
 

@@ -5,7 +5,6 @@ content (no red "Error" boxes, the chat and the tools list intact)."""
 from __future__ import annotations
 
 import pytest
-
 from conftest import CHAT_FILE_INPUT, screenshot, start_app
 from replay import ReplayEngine
 from test_browser import open_app

@@ -4,7 +4,6 @@ outputs (replay.py): a long story still streaming when Stop is pressed, and a to
 from __future__ import annotations
 
 import pytest
-
 from conftest import CHAT_FILE_INPUT, screenshot, start_app
 from replay import ReplayEngine
 from test_browser import open_app
@@ -62,8 +61,8 @@ def story_server(processor, repeats: int, seconds_per_chunk: float):
 
 def load_conversation(page, path, conversation) -> None:
     """Save `conversation` to `path` and load it through the app's "Save / load" tab."""
-    from gemma4_ui import transcript
-    from gemma4_ui.options import ChatOptions
+    from gemma4_ui.core import transcript
+    from gemma4_ui.core.options import ChatOptions
 
     path.write_text(transcript.dumps(conversation, ChatOptions()), encoding="utf-8")
     page.get_by_role("tab", name="Save / load").click()
@@ -104,8 +103,8 @@ def test_tool_loop_in_the_browser(weather_server, page):
 def test_undo_and_streaming_keep_the_inspector_and_the_tool_row_current(processor, page, tmp_path):
     """Undo of a message whose tool call waits hides the tool row and shows the draft in the
     inspector; while a reply streams, the inspector shows the prompt being answered."""
-    from gemma4_ui.conversation import AssistantTurn, Conversation, ToolRound, UserTurn
-    from gemma4_ui.events import ToolCall, ToolResult
+    from gemma4_ui.core.conversation import AssistantTurn, Conversation, ToolRound, UserTurn
+    from gemma4_ui.core.events import ToolCall, ToolResult
 
     call = ToolCall("lookup_order", {"order_id": 7}, id="call_0")
     waiting = Conversation([UserTurn("Where is order 7?"), AssistantTurn(rounds=[ToolRound(
@@ -200,7 +199,7 @@ def test_a_reply_streams_below_a_long_chat_without_touching_it(processor, page, 
     """The chat's history stays as it is (the same elements) while a reply streams into the
     live part below it; the box follows the reply; when it is done the whole turn is in the
     history and the live part is empty. The send uploads the draft, not the chat."""
-    from gemma4_ui.conversation import AssistantTurn, Conversation, UserTurn
+    from gemma4_ui.core.conversation import AssistantTurn, Conversation, UserTurn
 
     turns = []
     for n in range(12):
@@ -255,7 +254,7 @@ def test_a_history_out_of_view_rests_while_a_reply_streams_and_is_there_when_the
     history, are hidden until found (so that they cost the frames nothing), at the height they
     had; the reader scrolling up shows them at once and they stay shown while they read; back
     at the bottom they rest again; the turn's end shows the history whole."""
-    from gemma4_ui.conversation import AssistantTurn, Conversation, UserTurn
+    from gemma4_ui.core.conversation import AssistantTurn, Conversation, UserTurn
 
     turns = []
     for n in range(12):

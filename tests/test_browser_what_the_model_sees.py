@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from conftest import ARTIFACTS, ROOT, screenshot
-from gemma4_ui.soft_token_map import image_grid
-from gemma4_ui.ui import LAYER_EMPTY
 from test_browser import attach, image_tokens, no_horizontal_scroll, open_app
+
+from gemma4_ui.inspector.soft_token_map import image_grid
+from gemma4_ui.web.app import LAYER_EMPTY
 
 EXAMPLES = ROOT / "assets" / "examples"
 

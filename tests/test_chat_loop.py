@@ -6,11 +6,11 @@ import threading
 import time
 
 import pytest
-
-from gemma4_ui.chat import ChatOptions, TurnRunner
-from gemma4_ui.conversation import AssistantTurn, Conversation, UserTurn
-from gemma4_ui.tools import default_registry
 from replay import ReplayEngine
+
+from gemma4_ui.core.conversation import AssistantTurn, Conversation, UserTurn
+from gemma4_ui.tools.registry import default_registry
+from gemma4_ui.turns import ChatOptions, TurnRunner
 
 Q = '<|"|>'
 WEATHER_CALL = f"<|tool_call>call:get_current_weather{{location:{Q}Tokyo, JP{Q}}}<tool_call|><|tool_response>"

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import start_app
 from replay import ReplayEngine
+
 from tests.conftest import chat_messages
 
 SCHEMA = {"name": "lookup_order", "description": "Finds an order.",

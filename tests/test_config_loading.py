@@ -6,12 +6,11 @@ import subprocess
 import sys
 
 import pytest
+from conftest import ROOT
 
 from gemma4_ui.config import BUNDLED_MODEL, BUNDLED_TRAINED, parse_settings
-from gemma4_ui.engine import ModelLoadError
-from gemma4_ui.loading import hub_reachable, pick_device, resolve_model
-
-from conftest import ROOT
+from gemma4_ui.engines.base import ModelLoadError
+from gemma4_ui.engines.loading import hub_reachable, pick_device, resolve_model
 
 
 def test_defaults():
@@ -76,7 +75,7 @@ def test_other_failures_are_reported_not_hidden(tmp_path):
 
 
 def test_a_folder_that_is_not_a_model_is_reported(tmp_path):
-    from gemma4_ui.loading import load_processor
+    from gemma4_ui.engines.loading import load_processor
 
     with pytest.raises(ModelLoadError, match="Could not load"):
         load_processor(resolve_model(str(tmp_path)))

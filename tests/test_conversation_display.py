@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from gemma4_ui.chat import Live
-from gemma4_ui.conversation import AssistantTurn, Conversation, ToolRound, UserTurn, to_gemma_messages
-from gemma4_ui.display import render, turn_of_message
-from gemma4_ui.events import ToolCall
-from gemma4_ui.media import load_media
-from gemma4_ui.tools import ToolResult
-
 from conftest import ROOT
+
+from gemma4_ui.core.conversation import AssistantTurn, Conversation, ToolRound, UserTurn, to_gemma_messages
+from gemma4_ui.core.events import ToolCall
+from gemma4_ui.media.decoding import load_media
+from gemma4_ui.tools.registry import ToolResult
+from gemma4_ui.turns import Live
+from gemma4_ui.web.display import render, turn_of_message
 
 EXAMPLES = ROOT / "assets" / "examples"
 
@@ -84,7 +84,7 @@ def test_media_show_as_files_before_the_text():
 
 
 def test_a_settled_answer_has_its_stats_line_under_it():
-    from gemma4_ui.events import ReplyStats
+    from gemma4_ui.core.events import ReplyStats
 
     calling = ReplyStats(prompt_tokens=40, generated_tokens=12, time_to_first_token=0.25, duration=1.0)
     answering = ReplyStats(prompt_tokens=70, generated_tokens=21, time_to_first_token=0.1, duration=2.1)
@@ -120,7 +120,7 @@ def test_each_chat_message_knows_its_turn():
 def test_a_streaming_turn_leaves_the_history_alone_and_renders_only_what_it_adds():
     import gradio as gr
 
-    from gemma4_ui.display import StreamingRender, settled
+    from gemma4_ui.web.display import StreamingRender, settled
 
     call = ToolCall("calculator", {"expression": "2+2"}, id="call_0")
     result = ToolResult("calculator", "call_0", "ok", {"result": 4}, 0.0)
@@ -143,7 +143,7 @@ def test_a_streaming_turn_leaves_the_history_alone_and_renders_only_what_it_adds
 def test_a_stream_that_replaces_turns_sends_the_history_once():
     import gradio as gr
 
-    from gemma4_ui.display import StreamingRender
+    from gemma4_ui.web.display import StreamingRender
 
     shown = Conversation([UserTurn("one"), AssistantTurn(content="1"), UserTurn("two"), AssistantTurn(content="2")])
     retried = Conversation(shown.turns[:3] + [AssistantTurn(content="deux")])  # a retry of the last reply

@@ -1,4 +1,4 @@
-"""The contract every engine keeps (engine.py), run on each: the replay engine of the tool-loop
+"""The contract every engine keeps (engines/base.py), run on each: the replay engine of the tool-loop
 tests, the local engine on the bundled model (in this process and in a generation process
 of its own), and the OpenAI-compatible engine against a real
 `transformers serve`. A stream ends with exactly one Done or EngineError; Stop ends it with
@@ -9,12 +9,12 @@ from __future__ import annotations
 import threading
 
 import pytest
+from replay import ReplayEngine
 
 from gemma4_ui.config import BUNDLED_MODEL, Settings, parse_settings
-from gemma4_ui.engine import ENGINES, Engine, GenerationRequest, build_engine, engine_class
-from gemma4_ui.events import Done, EngineError, TextDelta, ThinkingDelta
-from gemma4_ui.prompt import PromptSpec
-from replay import ReplayEngine
+from gemma4_ui.core.events import Done, EngineError, TextDelta, ThinkingDelta
+from gemma4_ui.core.prompt import PromptSpec
+from gemma4_ui.engines.base import ENGINES, Engine, GenerationRequest, build_engine, engine_class
 
 CONTRACT_ENGINES = ["replay", "local", "local, generation process", "openai"]
 LONG_REPLY = "Once upon a time, a lighthouse keeper counted the ships that passed. " * 4 + "<turn|>"

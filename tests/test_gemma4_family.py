@@ -16,24 +16,25 @@ import urllib.request
 
 import pytest
 import torch
+from conftest import ROOT, free_port, stop_process
 from gradio_client import Client
+from test_inspector import assert_consistent, make_audio, make_image
 from transformers import AutoModelForCausalLM, AutoModelForMultimodalLM, AutoProcessor
 
-from conftest import ROOT, free_port, stop_process
-from gemma4_ui import family, inspector
 from gemma4_ui.config import BUNDLED_MODEL
-from gemma4_ui.conversation import Conversation, UserTurn
-from gemma4_ui.drafting import matching_drafter, resolve_drafter
-from gemma4_ui.engine import GenerationRequest, ModelLoadError, ModelStatus
-from gemma4_ui.engine_local import LocalEngine
-from gemma4_ui.events import Done
-from gemma4_ui.media import load_media
-from gemma4_ui.options import ChatOptions
-from gemma4_ui.parsing import GEMMA4_RESPONSE_TEMPLATE, response_template_for
-from gemma4_ui.prompt import PromptSpec, build_spec, model_inputs, template_text
-from gemma4_ui.tools import default_registry
+from gemma4_ui.core import family
+from gemma4_ui.core.conversation import Conversation, UserTurn
+from gemma4_ui.core.events import Done
+from gemma4_ui.core.options import ChatOptions
+from gemma4_ui.core.parsing import GEMMA4_RESPONSE_TEMPLATE, response_template_for
+from gemma4_ui.core.prompt import PromptSpec, build_spec, model_inputs, template_text
+from gemma4_ui.engines.base import GenerationRequest, ModelLoadError, ModelStatus
+from gemma4_ui.engines.drafting import matching_drafter, resolve_drafter
+from gemma4_ui.engines.local.engine import LocalEngine
+from gemma4_ui.inspector import layers as inspector
+from gemma4_ui.media.decoding import load_media
+from gemma4_ui.tools.registry import default_registry
 from scripts.build_tiny_checkpoints import build_drafter, build_unified
-from test_inspector import assert_consistent, make_audio, make_image
 
 EXAMPLES = ROOT / "assets" / "examples"
 

@@ -1,4 +1,4 @@
-"""Generation in a process of its own (generation_process.py), on the bundled model: the same
+"""Generation in a process of its own (engines/local/process.py), on the bundled model: the same
 events as in the server's process, Stop that stops the child's work, several conversations at
 once, and a child that dies or cannot load reported in words, with the app going on."""
 
@@ -17,10 +17,10 @@ import psutil
 import pytest
 
 from gemma4_ui.config import BUNDLED_MODEL, ROOT, parse_settings
-from gemma4_ui.engine import GenerationRequest, ModelLoadError
-from gemma4_ui.engine_local import LocalEngine
-from gemma4_ui.events import Done, EngineError, TextDelta
-from gemma4_ui.prompt import PromptSpec
+from gemma4_ui.core.events import Done, EngineError, TextDelta
+from gemma4_ui.core.prompt import PromptSpec
+from gemma4_ui.engines.base import GenerationRequest, ModelLoadError
+from gemma4_ui.engines.local.engine import LocalEngine
 
 
 def ask(max_new_tokens: int, probabilities: bool = False) -> GenerationRequest:
@@ -128,7 +128,7 @@ def test_weights_that_cannot_load_in_the_child_are_a_model_load_error(tmp_path):
 def test_the_child_ends_when_the_server_is_killed():
     script = textwrap.dedent("""
         import os
-        from gemma4_ui.engine_local import LocalEngine
+        from gemma4_ui.engines.local.engine import LocalEngine
         if __name__ == "__main__":
             engine = LocalEngine("tiny", device="cpu", separate_process=True).load()
             print(engine.generation_pid, flush=True)

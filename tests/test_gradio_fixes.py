@@ -1,4 +1,4 @@
-"""Gradio's page code as the app serves it (gemma4_ui/gradio_fixes.py says why and how it is
+"""Gradio's page code as the app serves it (gemma4_ui/web/gradio_compat/build_files.py says why and how it is
 fixed): a page at rest asks Chromium for no frames, after loading and after a turn (Gradio's
 status tracker left its timer asking for one 60 times a second once the loading indicator had
 gone); a streamed update reads back only the streaming event's components, and a turn only
@@ -10,9 +10,9 @@ import statistics
 from pathlib import Path
 
 from gradio.route_utils import BUILD_PATH_LIB
-
-from gemma4_ui import gradio_fixes
 from test_browser import open_app
+
+from gemma4_ui.web.gradio_compat import build_files as gradio_fixes
 
 # Installed before the page's own scripts, so Gradio's modules keep this function as
 # their requestAnimationFrame: it counts every frame asked for.
@@ -103,8 +103,9 @@ def svelte_snapshot_as_gradio_ships_it(page) -> None:
 
 def a_used_session(page, url: str, tmp_path, gradio_snapshot: bool = True) -> None:
     """A page whose session has used the settings, the composer and "Load a conversation"."""
-    from bench.scripted_reply import long_chat
     from conftest import CHAT_FILE_INPUT
+
+    from bench.scripted_reply import long_chat
 
     if gradio_snapshot:
         svelte_snapshot_as_gradio_ships_it(page)

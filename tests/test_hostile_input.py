@@ -13,19 +13,19 @@ import pytest
 import soundfile as sf
 from gradio_client import handle_file
 from PIL import Image
-
-from gemma4_ui import inspector
-from gemma4_ui.options import ChatOptions
-from gemma4_ui.prompt import build_spec, template_text
-from gemma4_ui.config import Settings, parse_settings
-from gemma4_ui.conversation import Conversation, UserTurn
-from gemma4_ui.display import edited_text, render
-from gemma4_ui.media import load_media
-from gemma4_ui.safe_markdown import code_block, literal, restore, safe_markdown
-from gemma4_ui.session import SharedChatHandlers
-from gemma4_ui.tools import default_registry
 from replay import ReplayEngine
 from xss_payloads import PAYLOADS
+
+from gemma4_ui.config import Settings, parse_settings
+from gemma4_ui.core.conversation import Conversation, UserTurn
+from gemma4_ui.core.options import ChatOptions
+from gemma4_ui.core.prompt import build_spec, template_text
+from gemma4_ui.inspector import layers as inspector
+from gemma4_ui.media.decoding import load_media
+from gemma4_ui.tools.registry import default_registry
+from gemma4_ui.web.display import edited_text, render
+from gemma4_ui.web.safe_markdown import code_block, literal, restore, safe_markdown
+from gemma4_ui.web.session import SharedChatHandlers
 from tests.conftest import chat_messages
 
 RATE = 16_000

@@ -11,12 +11,13 @@ import pytest
 import soundfile
 from PIL import Image
 
-from gemma4_ui import inspector
-from gemma4_ui.chat import ChatOptions, build_spec
-from gemma4_ui.conversation import Conversation, UserTurn
-from gemma4_ui.media import MediaLimits, load_media
-from gemma4_ui.prompt import model_inputs, template_text
-from gemma4_ui.tools import default_registry
+from gemma4_ui.config import MediaLimits
+from gemma4_ui.core.conversation import Conversation, UserTurn
+from gemma4_ui.core.prompt import model_inputs, template_text
+from gemma4_ui.inspector import layers as inspector
+from gemma4_ui.media.decoding import load_media
+from gemma4_ui.tools.registry import default_registry
+from gemma4_ui.turns import ChatOptions, build_spec
 
 
 def make_image(path, size):
@@ -200,7 +201,7 @@ def test_the_inspectors_cached_counting_equals_the_real_processor(processor, tmp
 def test_expanded_view_colours_every_token_by_kind(processor, tmp_path):
     import re
 
-    from gemma4_ui import expanded_view
+    from gemma4_ui.inspector import expanded_view
 
     media = [make_image(tmp_path / "i.png", (640, 480)), make_audio(tmp_path / "a.wav", 0.2)]
     inputs, counts, _ = counts_for(processor, media, text="Look <b>here</b>")
@@ -244,7 +245,7 @@ def one_element_each(pieces: list[str]) -> bool:
 
 
 def test_layer_one_is_its_json_one_line_a_piece_coloured_and_escaped(processor, tmp_path):
-    from gemma4_ui.tail_patched_html import SEPARATOR
+    from gemma4_ui.inspector.pieces import SEPARATOR
 
     media = [make_image(tmp_path / "i.png", (320, 240))]
     _, _, spec = counts_for(processor, media, text='Look </div><script>alert("x")</script> & 1.5 "quoted"')
@@ -259,8 +260,8 @@ def test_layer_one_is_its_json_one_line_a_piece_coloured_and_escaped(processor, 
 
 
 def test_layers_two_and_three_are_pieces_of_one_element_each(processor, tmp_path):
-    from gemma4_ui import expanded_view
-    from gemma4_ui.tail_patched_html import SEPARATOR
+    from gemma4_ui.inspector import expanded_view
+    from gemma4_ui.inspector.pieces import SEPARATOR
 
     media = [make_image(tmp_path / "i.png", (320, 240))]
     inputs, _, spec = counts_for(processor, media, text="Look <b>here</b> & <|turn> there")
@@ -273,9 +274,9 @@ def test_layers_two_and_three_are_pieces_of_one_element_each(processor, tmp_path
 
 
 def test_a_long_prompt_is_coloured_from_a_cut_that_moves_in_whole_blocks(processor):
-    from gemma4_ui import expanded_view
-    from gemma4_ui.expanded_view import CUT_BLOCK, MAX_COLOURED, coloured_from
-    from gemma4_ui.tail_patched_html import SEPARATOR
+    from gemma4_ui.inspector import expanded_view
+    from gemma4_ui.inspector.expanded_view import CUT_BLOCK, MAX_COLOURED, coloured_from
+    from gemma4_ui.inspector.pieces import SEPARATOR
 
     assert coloured_from(MAX_COLOURED) == 0
     for count in (MAX_COLOURED + 1, 12_345, 20_000, 20_001):

@@ -8,11 +8,12 @@ import gradio as gr
 import pytest
 
 from gemma4_ui.config import Settings
-from gemma4_ui.conversation import AssistantTurn, Conversation, UserTurn
-from gemma4_ui.inspector_updates import LAYERS, PATCHED, PLAIN_TEXT
-from gemma4_ui.options import ChatOptions
-from gemma4_ui.session import SharedChatHandlers
-from gemma4_ui.tail_patched_html import SEPARATOR, view_of
+from gemma4_ui.core.conversation import AssistantTurn, Conversation, UserTurn
+from gemma4_ui.core.options import ChatOptions
+from gemma4_ui.inspector.pieces import SEPARATOR
+from gemma4_ui.web.inspector_updates import LAYERS, PATCHED, PLAIN_TEXT
+from gemma4_ui.web.session import SharedChatHandlers
+from gemma4_ui.web.tail_patched_html import view_of
 
 OPTIONS = ChatOptions(max_new_tokens=8, temperature=0)
 ANSWER = """Here is step {n}:

@@ -16,13 +16,13 @@ import time
 import weakref
 
 import pytest
+from conftest import screenshot, start_app
 from gradio_client.exceptions import AppError
 from gradio_client.utils import Status
-
-from conftest import screenshot, start_app
 from replay import ReplayEngine
 from test_browser import EXAMPLES, attach, open_app
 from test_client_tools import text_of
+
 from tests.conftest import chat_messages
 
 ORDER_TOOL = {"name": "lookup_order", "description": "Finds an order.",
@@ -158,7 +158,7 @@ def held(server, kind) -> list:
 
 
 def visitor_sessions(server) -> list:
-    from gemma4_ui.session import UserSession
+    from gemma4_ui.web.session import UserSession
 
     return held(server, UserSession)
 
@@ -200,7 +200,7 @@ def test_a_visitor_who_left_does_not_leave_their_session_behind(processor, brows
 def test_an_idle_page_starts_a_new_session_after_the_time_to_live(processor, page, monkeypatch):
     """An open page's session is forgotten once the time to live has passed since the page's
     load, its draft's last change or its last turn; the page then goes on with a new one."""
-    from gemma4_ui import ui
+    from gemma4_ui.web import app as ui
 
     monkeypatch.setattr(ui, "SESSION_SECONDS", 3)
     server = start_app(ReplayEngine(processor, lambda prompt: "Noted.<turn|>"))
@@ -220,7 +220,7 @@ def test_an_idle_page_starts_a_new_session_after_the_time_to_live(processor, pag
 
 
 def held_conversations(server) -> list:
-    from gemma4_ui.conversation import Conversation
+    from gemma4_ui.core.conversation import Conversation
 
     return [conversation for conversation in held(server, Conversation) if conversation.turns]
 
@@ -229,7 +229,7 @@ def test_a_page_whose_conversation_the_app_let_go_keeps_it_on_screen(processor, 
     """Past its time to live the app forgets a conversation the page still shows: a message
     sent then, a retry or an undo says so and leaves the chat and the draft as they are; a
     New conversation goes on."""
-    from gemma4_ui import ui
+    from gemma4_ui.web import app as ui
 
     monkeypatch.setattr(ui, "SESSION_SECONDS", 3)
     server = start_app(ReplayEngine(processor, lambda prompt: "Noted.<turn|>"))

@@ -1,4 +1,4 @@
-"""gemma4_ui.media on real files written in tmp_path: images, audio and video, good and bad."""
+"""gemma4_ui.media.decoding on real files written in tmp_path: images, audio and video, good and bad."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ import pytest
 import soundfile
 from PIL import Image
 
-from gemma4_ui import media
-from gemma4_ui.media import MediaError, MediaLimits, detect_kind, load_files, load_media
+from gemma4_ui.config import MediaLimits
+from gemma4_ui.media import decoding as media
+from gemma4_ui.media.decoding import MediaError, detect_kind, load_files, load_media
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "assets" / "examples"

@@ -1,4 +1,4 @@
-"""The remote engine (`engine_openai.py`) against a real `transformers serve` running the bundled
+"""The remote engine (`engines/openai.py`) against a real `transformers serve` running the bundled
 tiny Gemma 4 on loopback, and through the app with `gradio_client`.
 
 Three tiers:
@@ -15,8 +15,8 @@ Tests marked `needs_trained_model` hold for the trained bundled model, not for r
 from __future__ import annotations
 
 import importlib.util
-import math
 import json
+import math
 import socket
 import threading
 import time
@@ -26,16 +26,19 @@ from io import BytesIO
 
 import numpy as np
 import pytest
+from conftest import ROOT, free_port, start_app
 from gradio_client import handle_file
 from openai.types.chat import ChatCompletionChunk
 from PIL import Image
 
-from conftest import ROOT, free_port, start_app
-from gemma4_ui.chat import ChatOptions, TurnRunner
 from gemma4_ui.config import BUNDLED_MODEL, BUNDLED_TRAINED, Settings
-from gemma4_ui.conversation import Conversation, UserTurn
-from gemma4_ui.engine import GenerationRequest, ModelLoadError
-from gemma4_ui.engine_openai import (
+from gemma4_ui.core.conversation import Conversation, UserTurn
+from gemma4_ui.core.events import Done, EngineError, TextDelta, ThinkingDelta, ToolCall, ToolCallStarted
+from gemma4_ui.core.parsing import ReplyParser
+from gemma4_ui.core.prompt import PromptSpec, model_inputs
+from gemma4_ui.core.transcript import last_reply
+from gemma4_ui.engines.base import GenerationRequest, ModelLoadError
+from gemma4_ui.engines.openai import (
     OpenAIEngine,
     ReplyAssembler,
     local_model_files,
@@ -43,12 +46,9 @@ from gemma4_ui.engine_openai import (
     to_openai_messages,
     wav_base64,
 )
-from gemma4_ui.events import Done, EngineError, TextDelta, ThinkingDelta, ToolCall, ToolCallStarted
-from gemma4_ui.media import MediaItem, load_media
-from gemma4_ui.parsing import ReplyParser
-from gemma4_ui.prompt import PromptSpec, model_inputs
-from gemma4_ui.tools import default_registry
-from gemma4_ui.transcript import last_reply
+from gemma4_ui.media.decoding import MediaItem, load_media
+from gemma4_ui.tools.registry import default_registry
+from gemma4_ui.turns import ChatOptions, TurnRunner
 from tests.conftest import chat_messages
 
 EXAMPLES = ROOT / "assets" / "examples"

@@ -13,7 +13,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from transformers import AutoProcessor  # noqa: E402
 
-from gemma4_ui.parsing import parse_reply  # noqa: E402
+from gemma4_ui.core.parsing import parse_reply  # noqa: E402
 
 BUNDLE = Path(__file__).resolve().parent.parent / "assets" / "tiny-gemma4"
 S = '<|"|>'

@@ -8,10 +8,10 @@ import re
 
 from conftest import ROOT
 
-from gemma4_ui.conversation import AssistantTurn, Conversation, ToolRound, UserTurn
-from gemma4_ui.events import ReplyStats, ToolCall, ToolResult
-from gemma4_ui.live import Live
-from gemma4_ui.reply_data import reply_data
+from gemma4_ui.core.conversation import AssistantTurn, Conversation, ToolRound, UserTurn
+from gemma4_ui.core.events import ReplyStats, ToolCall, ToolResult
+from gemma4_ui.core.live import Live
+from gemma4_ui.core.reply_data import reply_data
 
 
 def readme_scripted_use() -> str:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import re
 
 import pytest
-from PIL import Image
-
 from conftest import ROOT
-from gemma4_ui import soft_token_map
-from gemma4_ui.config import IMAGE_BUDGETS
-from gemma4_ui.media import load_media
+from PIL import Image
 from test_inspector import counts_for, make_audio, make_image
+
+from gemma4_ui.config import IMAGE_BUDGETS
+from gemma4_ui.inspector import soft_token_map
+from gemma4_ui.media.decoding import load_media
 
 SIZES = [(640, 480), (480, 800), (1600, 300), (37, 911), (2000, 2000), (50, 40)]
 

@@ -13,7 +13,7 @@ import threading
 import pytest
 
 from conftest import ROOT
-from gemma4_ui import gpu
+from gemma4_ui.engines.local import zerogpu as gpu
 
 
 def front_matter() -> dict:
@@ -55,9 +55,9 @@ import json, sys
 import torch
 import app
 from gemma4_ui.config import Settings
-from gemma4_ui.engine_local import LocalEngine, _MODELS
-from gemma4_ui.session import SharedChatHandlers
-from gemma4_ui.ui import build_ui
+from gemma4_ui.engines.local.engine import LocalEngine, _MODELS
+from gemma4_ui.web.session import SharedChatHandlers
+from gemma4_ui.web.app import build_ui
 engine = LocalEngine("tiny")
 build_ui(SharedChatHandlers(engine, Settings(model="tiny")))
 print(json.dumps({"cuda": torch.cuda.is_initialized(), "models": len(_MODELS), "loaded": engine.loaded}))
@@ -89,10 +89,10 @@ def test_gpu_duration_reads_the_request(processor):
 
 
 def test_off_zerogpu_the_decorated_path_is_the_plain_function(tiny_engine):
-    from gemma4_ui import engine_local
-    from gemma4_ui.engine import GenerationRequest
-    from gemma4_ui.events import Done
-    from gemma4_ui.prompt import PromptSpec
+    from gemma4_ui.engines.local import engine as engine_local
+    from gemma4_ui.engines.base import GenerationRequest
+    from gemma4_ui.core.events import Done
+    from gemma4_ui.core.prompt import PromptSpec
 
     assert "SPACES_ZERO_GPU" not in os.environ
     assert inspect.isgeneratorfunction(engine_local._generate_on_device), "spaces.GPU left it untouched"
@@ -110,8 +110,8 @@ def test_stop_reaches_generate_in_a_forked_worker(tiny_engine):
     of the parent's."""
     import multiprocessing
 
-    from gemma4_ui import engine_local
-    from gemma4_ui.prompt import PromptSpec, model_inputs
+    from gemma4_ui.engines.local import engine as engine_local
+    from gemma4_ui.core.prompt import PromptSpec, model_inputs
 
     inputs = model_inputs(tiny_engine.processor, PromptSpec([{"role": "user", "content": "Tell me a story."}]))
     generation = {"max_new_tokens": 3000, "do_sample": True, "temperature": 1.0, "top_p": 1.0, "top_k": 0,
@@ -154,9 +154,9 @@ def test_stop_reaches_generate_in_a_forked_worker(tiny_engine):
 def test_the_consumer_stops_and_closes_the_stream_when_cancelled(tiny_engine):
     """The cancel flag is checked by the consumer, which closes the generator on the device
     side: the user's flag never needs to reach the process that generates."""
-    from gemma4_ui.engine import GenerationRequest
-    from gemma4_ui.events import Done
-    from gemma4_ui.prompt import PromptSpec
+    from gemma4_ui.engines.base import GenerationRequest
+    from gemma4_ui.core.events import Done
+    from gemma4_ui.core.prompt import PromptSpec
 
     cancel = threading.Event()
     request = GenerationRequest(PromptSpec([{"role": "user", "content": "Tell me a story."}]), max_new_tokens=3000)

@@ -7,13 +7,13 @@ from __future__ import annotations
 import threading
 
 import pytest
-
 from conftest import ROOT
-from gemma4_ui.chat import ChatOptions, TurnRunner
-from gemma4_ui.conversation import AssistantTurn, Conversation, UserTurn
-from gemma4_ui.loading import BUNDLED_TRAINED
-from gemma4_ui.media import load_media
-from gemma4_ui.tools import default_registry
+
+from gemma4_ui.config import BUNDLED_TRAINED
+from gemma4_ui.core.conversation import AssistantTurn, Conversation, UserTurn
+from gemma4_ui.media.decoding import load_media
+from gemma4_ui.tools.registry import default_registry
+from gemma4_ui.turns import ChatOptions, TurnRunner
 
 # Acceptance tests of the trained bundle. They run once scripts/train_tiny_gemma4.py has trained
 # its weights (it writes training.json beside them); the committed weights are random so far.

@@ -8,11 +8,11 @@ import threading
 import pytest
 import torch
 
-from gemma4_ui import token_probabilities
-from gemma4_ui.engine import GenerationRequest
-from gemma4_ui.engine_local import _sampling
-from gemma4_ui.events import Done
-from gemma4_ui.prompt import PromptSpec, model_inputs
+from gemma4_ui.engines import probabilities as token_probabilities
+from gemma4_ui.engines.base import GenerationRequest
+from gemma4_ui.engines.local.engine import _sampling
+from gemma4_ui.core.events import Done
+from gemma4_ui.core.prompt import PromptSpec, model_inputs
 
 
 def reply(engine, request) -> Done:

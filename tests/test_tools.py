@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 from transformers.utils import get_json_schema
 
-from gemma4_ui import builtin_tools, tools
-from gemma4_ui.builtin_tools import calculator, convert_units, current_time, get_current_weather
-from gemma4_ui.events import ToolCall
-from gemma4_ui.tools import ToolRegistry, ToolSchemaError, default_registry
+from gemma4_ui.core.events import ToolCall
+from gemma4_ui.tools import builtin as builtin_tools
+from gemma4_ui.tools import registry as tools
+from gemma4_ui.tools.builtin import calculator, convert_units, current_time, get_current_weather
+from gemma4_ui.tools.registry import ToolRegistry, ToolSchemaError, default_registry
 
 BUILTIN_NAMES = {"calculator", "convert_units", "current_time", "get_current_weather"}
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from gemma4_ui import transcript
-from gemma4_ui.conversation import AssistantTurn, Conversation, ToolRound, UserTurn, to_gemma_messages
-from gemma4_ui.events import ReplyStats, ToolCall
-from gemma4_ui.media import MediaLimits, load_media
-from gemma4_ui.options import ChatOptions
-from gemma4_ui.tools import ToolResult
-
 from conftest import ROOT
+
+from gemma4_ui.config import MediaLimits
+from gemma4_ui.core import transcript
+from gemma4_ui.core.conversation import AssistantTurn, Conversation, ToolRound, UserTurn, to_gemma_messages
+from gemma4_ui.core.events import ReplyStats, ToolCall
+from gemma4_ui.core.options import ChatOptions
+from gemma4_ui.media.decoding import load_media
+from gemma4_ui.tools.registry import ToolResult
 
 OPTIONS = ChatOptions(system_prompt="Be brief.", thinking=True, enabled_tools=["get_current_weather"])
 
@@ -123,7 +123,7 @@ def test_export_import_export_is_byte_for_byte(tmp_path):
 
 
 def test_loaded_thoughts_are_done_not_pending(tmp_path):
-    from gemma4_ui.display import render
+    from gemma4_ui.web.display import render
 
     conversation = Conversation([UserTurn("Hi"), AssistantTurn(content="Hello.", reasoning="Greet.",
                                                                thinking_seconds=2.0)])
@@ -151,7 +151,7 @@ def test_sent_media_outlive_gradios_upload(session_handlers, tmp_path):
     the chat still shows them and Export still works."""
     from PIL import Image
 
-    from gemma4_ui.session import Draft
+    from gemma4_ui.web.session import Draft
 
     upload = tmp_path / "gradio-upload" / "cat.png"
     upload.parent.mkdir()

@@ -3,13 +3,19 @@ once, the model status in one line, and a reply length that suits the model."""
 
 from __future__ import annotations
 
-from gemma4_ui.config import Settings
-from gemma4_ui.loading import BUNDLED_TRAINED, ModelStatus
-from gemma4_ui.session import (TRAINED_DEMO_TEMPERATURE, UNTRAINED_DEMO_MAX_NEW_TOKENS, SharedChatHandlers, tool_choices,
-                               tools_markdown)
-from gemma4_ui.tools import ToolRegistry, default_registry
-from gemma4_ui.ui import EXAMPLE_SCHEMA
 from replay import ReplayEngine
+
+from gemma4_ui.config import BUNDLED_TRAINED, Settings
+from gemma4_ui.engines.loading import ModelStatus
+from gemma4_ui.tools.registry import ToolRegistry, default_registry
+from gemma4_ui.web.app import EXAMPLE_SCHEMA
+from gemma4_ui.web.session import (
+    TRAINED_DEMO_TEMPERATURE,
+    UNTRAINED_DEMO_MAX_NEW_TOKENS,
+    SharedChatHandlers,
+    tool_choices,
+    tools_markdown,
+)
 
 
 def test_tool_docs_and_choices_read_cleanly():

@@ -10,15 +10,15 @@ import threading
 from urllib.parse import urlparse
 
 import pytest
-
 from conftest import ARTIFACTS, CHAT_FILE_INPUT, start_app
-from gemma4_ui import transcript
-from gemma4_ui.options import ChatOptions
-from gemma4_ui.conversation import AssistantTurn, Conversation, ToolRound, UserTurn
-from gemma4_ui.events import ToolCall, ToolResult
 from replay import ReplayEngine
 from test_browser import open_app
 from xss_payloads import PAYLOADS, TRAP_HOST
+
+from gemma4_ui.core import transcript
+from gemma4_ui.core.conversation import AssistantTurn, Conversation, ToolRound, UserTurn
+from gemma4_ui.core.events import ToolCall, ToolResult
+from gemma4_ui.core.options import ChatOptions
 
 Q = '<|"|>'
 

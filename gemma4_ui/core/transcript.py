@@ -1,0 +1,271 @@
+"""Conversations as JSON files: export with media embedded, import with validation.
+
+The file carries the canonical turns (so calls, results, thoughts with their durations and
+reply stats survive a round trip), the settings and the tools the user declared, and, for
+reading, the Gemma 4 message dicts they render to. Export, import, export gives the same
+file, byte for byte.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import mimetypes
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gemma4_ui.config import MediaLimits
+from gemma4_ui.core.conversation import AssistantTurn, Conversation, ToolRound, UserTurn, to_gemma_messages
+from gemma4_ui.core.events import ReplyStats, ToolCall, ToolResult
+from gemma4_ui.core.options import USER_OPTIONS, ChatOptions
+from gemma4_ui.media.decoding import MediaError
+from gemma4_ui.media.files import load_bytes
+
+FORMAT = "gemma4_ui.core.conversation"
+VERSION = 1
+
+
+class TranscriptError(ValueError):
+    """The file is not a conversation we can load; the message says what is wrong."""
+
+
+# -- export -----------------------------------------------------------------------------------
+
+def _media_entry(item) -> dict:
+    data = Path(item.path).read_bytes()
+    mime = mimetypes.guess_type(item.name)[0] or "application/octet-stream"
+    return {"name": item.name, "kind": item.kind, "data": f"data:{mime};base64,{base64.b64encode(data).decode()}"}
+
+
+def _round_entry(r: ToolRound) -> dict:
+    return {
+        "calls": [{"id": c.id, "name": c.name, "arguments": c.arguments, "raw": c.raw, "error": c.error} for c in r.calls],
+        "results": [asdict(res) for res in r.results],
+        "reasoning": r.reasoning,
+        "content": r.content,
+        "raw": r.raw,
+        "stats": _stats_entry(r.stats),
+        "thinking_seconds": r.thinking_seconds,
+    }
+
+
+def _stats_entry(stats: ReplyStats | None) -> dict | None:
+    return asdict(stats) if stats else None
+
+
+def dumps(conversation: Conversation, options: ChatOptions, declared: list[dict] = ()) -> str:
+    """The conversation as a JSON document: `options` are the settings it was made with,
+    `declared` the schemas of the tools the user declared."""
+    turns: list[dict] = []
+    for turn in conversation.turns:
+        if isinstance(turn, UserTurn):
+            turns.append({"role": "user", "text": turn.text, "media": [_media_entry(m) for m in turn.media]})
+        else:
+            turns.append({
+                "role": "assistant",
+                "rounds": [_round_entry(r) for r in turn.rounds],
+                "reasoning": turn.reasoning,
+                "content": turn.content,
+                "raw": turn.raw,
+                "notice": turn.notice,
+                "stats": _stats_entry(turn.stats),
+                "thinking_seconds": turn.thinking_seconds,
+            })
+    messages = to_gemma_messages(conversation, options.system_prompt)
+    document = {
+        "format": FORMAT,
+        "version": VERSION,
+        "settings": {name: getattr(options, name) for name in USER_OPTIONS},
+        "declared_tools": list(declared),
+        "turns": turns,
+        "messages": _describe_media(messages),
+    }
+    return json.dumps(document, ensure_ascii=False, indent=2, default=str)
+
+
+def _describe_media(value: Any) -> Any:
+    """Gemma message dicts for reading: decoded media replaced by their kind."""
+    if isinstance(value, dict):
+        kind = value.get("type")
+        if kind in ("image", "audio", "video") and kind in value:
+            return {"type": kind}
+        return {k: _describe_media(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_describe_media(v) for v in value]
+    return value
+
+
+# -- import -----------------------------------------------------------------------------------
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise TranscriptError(message)
+
+
+def _string(entry: dict, key: str, where: str) -> str:
+    value = entry.get(key, "")
+    _require(isinstance(value, str), f"{where}.{key} must be a string")
+    return value
+
+
+def _load_media(entry: Any, where: str, limits: MediaLimits):
+    _require(isinstance(entry, dict), f"{where} must be an object")
+    name = entry.get("name") or "file"
+    _require(isinstance(name, str), f"{where}.name must be a string")
+    data = entry.get("data")
+    _require(isinstance(data, str) and data.startswith("data:") and ";base64," in data,
+             f"{where}.data must be a base64 data URL")
+    encoded = data.split(";base64,", 1)[1]
+    _require(len(encoded) * 3 / 4 <= limits.max_file_mb * 1024 * 1024, f"{where} ({name}) is over the file size limit")
+    try:
+        payload = base64.b64decode(encoded, validate=True)
+    except ValueError:
+        raise TranscriptError(f"{where}.data is not valid base64") from None
+    try:
+        return load_bytes(payload, name, limits)
+    except MediaError as err:
+        raise TranscriptError(f"{where}: {err}") from None
+
+
+def _seconds(entry: dict, key: str, where: str) -> float | None:
+    value = entry.get(key)
+    _require(value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)
+                               and math.isfinite(value) and value >= 0),
+             f"{where}.{key} must be a number of seconds or null")
+    return None if value is None else float(value)
+
+
+def _load_stats(entry: Any, where: str) -> ReplyStats | None:
+    if entry is None:
+        return None
+    _require(isinstance(entry, dict), f"{where}.stats must be an object or null")
+    if "duration_s" in entry and "duration" not in entry:  # files written before stats were kept whole
+        entry = {"prompt_tokens": entry.get("prompt_tokens"), "generated_tokens": entry.get("generated_tokens"),
+                 "time_to_first_token": entry.get("time_to_first_token_s"), "duration": entry.get("duration_s"),
+                 "stop_reason": entry.get("stop_reason")}
+    counts = {}
+    for key in ("prompt_tokens", "generated_tokens"):
+        value = entry.get(key) or 0
+        _require(isinstance(value, int) and not isinstance(value, bool) and value >= 0,
+                 f"{where}.stats.{key} must be a whole number")
+        counts[key] = value
+    stop_reason = entry.get("stop_reason") or ""
+    _require(isinstance(stop_reason, str), f"{where}.stats.stop_reason must be a string")
+    return ReplyStats(counts["prompt_tokens"], counts["generated_tokens"],
+                      _seconds(entry, "time_to_first_token", f"{where}.stats"),
+                      _seconds(entry, "duration", f"{where}.stats") or 0.0, stop_reason)
+
+
+def _load_round(entry: Any, where: str) -> ToolRound:
+    _require(isinstance(entry, dict), f"{where} must be an object")
+    calls_raw, results_raw = entry.get("calls", []), entry.get("results", [])
+    _require(isinstance(calls_raw, list) and calls_raw, f"{where}.calls must be a non-empty list")
+    _require(isinstance(results_raw, list), f"{where}.results must be a list")
+    calls = []
+    for i, c in enumerate(calls_raw):
+        _require(isinstance(c, dict) and isinstance(c.get("name"), str), f"{where}.calls[{i}] needs a name")
+        arguments = c.get("arguments")
+        _require(arguments is None or isinstance(arguments, dict), f"{where}.calls[{i}].arguments must be an object")
+        calls.append(ToolCall(c["name"], arguments, str(c.get("raw") or ""), c.get("error"), str(c.get("id") or f"call_{i}")))
+    results = []
+    for i, r in enumerate(results_raw):
+        _require(isinstance(r, dict) and isinstance(r.get("name"), str), f"{where}.results[{i}] needs a name")
+        status = r.get("status", "ok")
+        _require(status in ("ok", "error", "timeout", "client", "cancelled"), f"{where}.results[{i}].status is unknown")
+        results.append(ToolResult(r["name"], str(r.get("call_id") or ""), status, r.get("response"),
+                                  float(r.get("duration") or 0.0), r.get("error")))
+    _require(len(results) <= len(calls), f"{where} has more results than calls")
+    return ToolRound(calls=calls, results=results, reasoning=_string(entry, "reasoning", where),
+                     content=_string(entry, "content", where), raw=_string(entry, "raw", where),
+                     stats=_load_stats(entry.get("stats"), where),
+                     thinking_seconds=_seconds(entry, "thinking_seconds", where))
+
+
+@dataclass
+class Loaded:
+    conversation: Conversation
+    settings: dict = field(default_factory=dict)  # chat options by name, as saved
+    declared: list[dict] = field(default_factory=list)  # schemas of the tools the user declared
+
+
+def load(text: str, limits: MediaLimits) -> Loaded:
+    """Parse and validate a saved conversation, with its settings and declared tools."""
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise TranscriptError(f"not JSON ({err.msg} at line {err.lineno})") from None
+    _require(isinstance(document, dict) and document.get("format") == FORMAT,
+             f"not a Gemma 4 UI conversation (expected \"format\": \"{FORMAT}\")")
+    _require(document.get("version") == VERSION, f"unsupported version {document.get('version')!r}")
+    turns_raw = document.get("turns")
+    _require(isinstance(turns_raw, list), "turns must be a list")
+    conversation = Conversation()
+    for i, entry in enumerate(turns_raw):
+        where = f"turns[{i}]"
+        _require(isinstance(entry, dict), f"{where} must be an object")
+        role = entry.get("role")
+        if role == "user":
+            media_raw = entry.get("media", [])
+            _require(isinstance(media_raw, list), f"{where}.media must be a list")
+            media = [_load_media(m, f"{where}.media[{j}]", limits) for j, m in enumerate(media_raw)]
+            conversation.turns.append(UserTurn(_string(entry, "text", where), media))
+        elif role == "assistant":
+            _require(i > 0 and isinstance(conversation.turns[-1], UserTurn),
+                     f"{where}: an assistant turn must follow a user turn")
+            rounds_raw = entry.get("rounds", [])
+            _require(isinstance(rounds_raw, list), f"{where}.rounds must be a list")
+            turn = AssistantTurn(
+                rounds=[_load_round(r, f"{where}.rounds[{j}]") for j, r in enumerate(rounds_raw)],
+                reasoning=_string(entry, "reasoning", where),
+                content=_string(entry, "content", where),
+                raw=_string(entry, "raw", where),
+                notice=_string(entry, "notice", where),
+                stats=_load_stats(entry.get("stats"), where),
+                thinking_seconds=_seconds(entry, "thinking_seconds", where),
+            )
+            conversation.turns.append(turn)
+        else:
+            raise TranscriptError(f"{where}.role must be \"user\" or \"assistant\"")
+    saved = document.get("settings") if isinstance(document.get("settings"), dict) else {}
+    settings = {name: saved[name] for name in USER_OPTIONS if name in saved}
+    _require(isinstance(settings.get("system_prompt", ""), str), "settings.system_prompt must be a string")
+    _require(isinstance(settings.get("enabled_tools", []), list)
+             and all(isinstance(n, str) for n in settings.get("enabled_tools", [])),
+             "settings.enabled_tools must be a list of names")
+    declared = document.get("declared_tools", [])
+    _require(isinstance(declared, list) and all(isinstance(d, dict) for d in declared),
+             "declared_tools must be a list of schemas")
+    return Loaded(conversation, settings, declared)
+
+
+# -- the last reply, for the inspector ------------------------------------------------------------
+
+def last_reply(conversation: Conversation) -> tuple[dict | None, str, dict | None]:
+    """(stats, raw output, parsed result) of the last assistant turn, rounds included."""
+    turn = conversation.turns[-1] if conversation.turns else None
+    if not isinstance(turn, AssistantTurn):
+        return None, "", None
+    stats: list[dict] = [r.stats.as_dict() for r in turn.rounds if r.stats]
+    if turn.stats:
+        stats.append(turn.stats.as_dict())
+    raws = [r.raw for r in turn.rounds] + ([turn.raw] if turn.raw or not turn.rounds else [])
+    raw = "\n".join(f"── generation {i + 1} ──\n{text}" for i, text in enumerate(raws)) if len(raws) > 1 else "".join(raws)
+    parsed = {
+        "rounds": [
+            {"reasoning_content": r.reasoning or None, "content": r.content or None,
+             "tool_calls": [{"name": c.name, "arguments": c.arguments if c.arguments is not None else c.raw}
+                            for c in r.calls],
+             "tool_responses": [{"name": res.name, "response": res.response} for res in r.results]}
+            for r in turn.rounds
+        ],
+        "reasoning_content": turn.reasoning or None,
+        "content": turn.content,
+    }
+    if not parsed["rounds"]:
+        del parsed["rounds"]
+    return {"generations": stats} if stats else None, raw, parsed
+
+
+__all__ = ["TranscriptError", "dumps", "load", "last_reply", "ReplyStats"]

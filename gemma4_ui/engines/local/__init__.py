@@ -1,0 +1,2 @@
+"""The local engine: transformers on this machine, in this process or in a generation child
+process (ZeroGPU)."""

@@ -1,0 +1,2 @@
+"""Tools: the whitelisted registry (schemas, argument validation, time limits) and the built-in
+tools."""
