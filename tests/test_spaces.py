@@ -11,8 +11,8 @@ import sys
 import threading
 
 import pytest
-
 from conftest import ROOT
+
 from gemma4_ui.engines.local import zerogpu as gpu
 
 
@@ -55,7 +55,8 @@ import json, sys
 import torch
 import app
 from gemma4_ui.config import Settings
-from gemma4_ui.engines.local.engine import LocalEngine, _MODELS
+from gemma4_ui.engines.local.device import _MODELS
+from gemma4_ui.engines.local.engine import LocalEngine
 from gemma4_ui.web.session import SharedChatHandlers
 from gemma4_ui.web.app import build_ui
 engine = LocalEngine("tiny")
@@ -89,20 +90,20 @@ def test_gpu_duration_reads_the_request(processor):
 
 
 def test_off_zerogpu_the_decorated_path_is_the_plain_function(tiny_engine):
-    from gemma4_ui.engines.local import engine as engine_local
-    from gemma4_ui.engines.base import GenerationRequest
     from gemma4_ui.core.events import Done
     from gemma4_ui.core.prompt import PromptSpec
+    from gemma4_ui.engines.base import GenerationRequest
+    from gemma4_ui.engines.local import device
 
     assert "SPACES_ZERO_GPU" not in os.environ
-    assert inspect.isgeneratorfunction(engine_local._generate_on_device), "spaces.GPU left it untouched"
+    assert inspect.isgeneratorfunction(device.generate_on_device), "spaces.GPU left it untouched"
     events = list(tiny_engine.stream(GenerationRequest(PromptSpec([{"role": "user", "content": "Hi"}]),
                                                        max_new_tokens=5, temperature=0), threading.Event()))
     assert isinstance(events[-1], Done) and events[-1].stats.generated_tokens >= 1
 
 
 def test_stop_reaches_generate_in_a_forked_worker(tiny_engine):
-    """On ZeroGPU, `spaces` runs `_generate_on_device` in a forked worker process. The only
+    """On ZeroGPU, `spaces` runs `generate_on_device` in a forked worker process. The only
     stop signal it carries there is its `stop_event`: set when our consumer closes the
     generator, and answered in the worker by closing the generator too (`thread_wrapper` ->
     `iterate` in spaces/zero/wrappers.py). This runs that protocol in a real fork: closing
@@ -110,8 +111,8 @@ def test_stop_reaches_generate_in_a_forked_worker(tiny_engine):
     of the parent's."""
     import multiprocessing
 
-    from gemma4_ui.engines.local import engine as engine_local
     from gemma4_ui.core.prompt import PromptSpec, model_inputs
+    from gemma4_ui.engines.local import device
 
     inputs = model_inputs(tiny_engine.processor, PromptSpec([{"role": "user", "content": "Tell me a story."}]))
     generation = {"max_new_tokens": 3000, "do_sample": True, "temperature": 1.0, "top_p": 1.0, "top_k": 0,
@@ -123,7 +124,7 @@ def test_stop_reaches_generate_in_a_forked_worker(tiny_engine):
         import torch
 
         torch.set_num_threads(1)
-        batches = engine_local._generate_on_device(tiny_engine._key, inputs, generation)
+        batches = device.generate_on_device(tiny_engine._key, inputs, generation)
         tokens = 0
         for batch in batches:
             tokens += len(batch)
@@ -154,9 +155,9 @@ def test_stop_reaches_generate_in_a_forked_worker(tiny_engine):
 def test_the_consumer_stops_and_closes_the_stream_when_cancelled(tiny_engine):
     """The cancel flag is checked by the consumer, which closes the generator on the device
     side: the user's flag never needs to reach the process that generates."""
-    from gemma4_ui.engines.base import GenerationRequest
     from gemma4_ui.core.events import Done
     from gemma4_ui.core.prompt import PromptSpec
+    from gemma4_ui.engines.base import GenerationRequest
 
     cancel = threading.Event()
     request = GenerationRequest(PromptSpec([{"role": "user", "content": "Tell me a story."}]), max_new_tokens=3000)

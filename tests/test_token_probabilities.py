@@ -8,11 +8,12 @@ import threading
 import pytest
 import torch
 
+from gemma4_ui.core.events import Done, TokenProbability
+from gemma4_ui.core.prompt import PromptSpec, model_inputs
 from gemma4_ui.engines import probabilities as token_probabilities
 from gemma4_ui.engines.base import GenerationRequest
 from gemma4_ui.engines.local.engine import _sampling
-from gemma4_ui.core.events import Done
-from gemma4_ui.core.prompt import PromptSpec, model_inputs
+from gemma4_ui.inspector import probabilities_view
 
 
 def reply(engine, request) -> Done:
@@ -67,7 +68,7 @@ def test_tokens_are_labelled_by_the_part_of_the_reply(processor):
     assert kinds["answer"] == "Hello"
     assert kinds["control"] == "".join([tokenizer.soc_token, tokenizer.eoc_token, tokenizer.stc_token,
                                          tokenizer.etc_token, tokenizer.eot_token])
-    html = token_probabilities.view_html([("Answer", tokens + [token_probabilities.TokenProbability(
+    html = probabilities_view.view_html([("Answer", tokens + [TokenProbability(
         None, "<script>x</script>", 0.1, alternatives=[("<img onerror=1>", 0.1)])])])
     assert "<script>" not in html and "<img onerror" not in html
     assert html.count("class='tp tp-") == len(tokens) + 1

@@ -7,7 +7,7 @@ import random
 
 import torch
 
-from gemma4_ui.engines.local.engine import TokenStream
+from gemma4_ui.engines.local.device import TokenStream
 
 
 def stream_text(tokenizer, steps: list[list[int]]) -> tuple[str, TokenStream]:

@@ -58,6 +58,15 @@ class ToolResult:
 
 
 @dataclass
+class TokenProbability:
+    id: int | None  # None where the server names tokens by text only
+    text: str
+    probability: float
+    kind: str = "answer"  # "thought", "answer", "call" or "control"
+    alternatives: list[tuple[str, float]] = field(default_factory=list)  # best first
+
+
+@dataclass
 class ReplyStats:
     prompt_tokens: int = 0
     generated_tokens: int = 0

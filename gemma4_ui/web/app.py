@@ -23,7 +23,7 @@ import gradio as gr
 from gemma4_ui.config import EXAMPLES_DIR, IMAGE_BUDGETS, Settings
 from gemma4_ui.core.conversation import Conversation
 from gemma4_ui.core.options import USER_OPTIONS, ChatOptions
-from gemma4_ui.engines import probabilities as token_probabilities
+from gemma4_ui.inspector import probabilities_view
 from gemma4_ui.inspector.expanded_view import CSS as EXPANDED_VIEW_CSS
 from gemma4_ui.inspector.expanded_view import LEGEND as EXPANDED_LEGEND
 from gemma4_ui.inspector.layers import MESSAGES_CSS, TEMPLATE_CSS, TEMPLATE_LEGEND
@@ -144,7 +144,7 @@ footer .divider:last-child { display: none; }
   #title h2 { font-size: 1.15em; }
   #model-status { font-size: 0.85em; }
 }
-""" + (LAYERS_CSS + SOFT_TOKEN_MAP_CSS + token_probabilities.CSS + EXPANDED_VIEW_CSS + MESSAGES_CSS + TEMPLATE_CSS
+""" + (LAYERS_CSS + SOFT_TOKEN_MAP_CSS + probabilities_view.CSS + EXPANDED_VIEW_CSS + MESSAGES_CSS + TEMPLATE_CSS
        + TAIL_PATCHED_CSS)
 
 # The code highlighter's theme in Gradio's markdown styles (Prism's) has the rule

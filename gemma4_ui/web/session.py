@@ -34,7 +34,7 @@ from gemma4_ui.core.options import ChatOptions
 from gemma4_ui.core.prompt import build_spec, model_inputs, template_text
 from gemma4_ui.core.reply_data import reply_data
 from gemma4_ui.engines.base import Engine
-from gemma4_ui.engines import probabilities as token_probabilities
+from gemma4_ui.inspector import probabilities_view
 from gemma4_ui.inspector.layers import SingleFlight, counting_processor
 from gemma4_ui.media.decoding import MediaError, MediaItem
 from gemma4_ui.media.files import load_upload
@@ -428,7 +428,7 @@ class SharedChatHandlers:
         return self.probabilities_html(conversation)
 
     def probabilities_html(self, conversation: Conversation) -> str:
-        return token_probabilities.last_reply_html(conversation, self.engine.token_probabilities_note)
+        return probabilities_view.last_reply_html(conversation, self.engine.token_probabilities_note)
 
     def pick_message(self, evt: gr.SelectData, conversation: Conversation, session: UserSession) -> None:
         """A click on a chat message: the soft-token map shows the media of that message's user

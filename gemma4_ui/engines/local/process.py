@@ -9,7 +9,7 @@ threads holding the lock ~11 % of the time).
 
 The worker is a spawned child, not a fork: forking a process whose OpenMP pool or CUDA is
 initialised is unsafe. It loads the model itself and runs the engine's own generation
-(`engine_local._generate_on_device`) in a thread per request, as the engine does in the
+(`device.generate_on_device`) in a thread per request, as the engine does in the
 server's process. Requests and batches cross in multiprocessing queues; tensors go through
 shared memory (torch.multiprocessing's reductions). Stop works as in-process: the consumer's close sends a
 cancel, and waits until the child's generate has ended.
@@ -20,7 +20,6 @@ says so, and the next request starts a new child.
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import logging
 import os
@@ -65,12 +64,6 @@ class WorkerInfo:
     eos_token_ids: list[int]
 
 
-def import_path(path: str):
-    """The function named "module:function"."""
-    module, name = path.split(":")
-    return getattr(importlib.import_module(module), name)
-
-
 def _picklable(err: BaseException) -> BaseException:
     try:
         pickle.loads(pickle.dumps(err))
@@ -92,14 +85,14 @@ def _serve(spec: WorkerSpec, requests, replies) -> None:
     parent is gone)."""
     import torch
 
-    from gemma4_ui.engines.local import engine as engine_local
-    from gemma4_ui.engines.base import ModelLoadError
+    from gemma4_ui.engines.base import ModelLoadError, import_path
+    from gemma4_ui.engines.local import device
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s generation process: %(message)s")
     torch.set_num_threads(spec.threads)
     parent = os.getppid()
     try:
-        key, model, tokenizer = engine_local.load_weights(spec.resolved, spec.device, spec.dtype, spec.assistant)
+        key, model, tokenizer = device.load_weights(spec.resolved, spec.device, spec.dtype, spec.assistant)
         if spec.prepare:
             import_path(spec.prepare)(model, tokenizer)
     except ModelLoadError as err:
@@ -109,11 +102,11 @@ def _serve(spec: WorkerSpec, requests, replies) -> None:
         replies.put(("load_error", f"Could not load {spec.resolved.status.requested}: {type(err).__name__}: {err}"))
         return
     replies.put(("ready", WorkerInfo(spec.resolved.status, model.config,
-                                     engine_local.stop_token_ids(model))))
+                                     device.stop_token_ids(model))))
     cancels: dict[int, threading.Event] = {}
 
     def run(rid: int, inputs, generation: dict, record: bool, cancel: threading.Event) -> None:
-        batches = engine_local._generate_on_device(key, inputs, generation, record)
+        batches = device.generate_on_device(key, inputs, generation, record)
         error = None
         try:
             for batch in batches:
@@ -223,7 +216,7 @@ class GenerationProcess:
             return self._process, self._requests
 
     def generate(self, inputs, generation: dict, record_probabilities: bool = False) -> Iterator:
-        """What `engine_local._generate_on_device` yields, computed in the child. Closing the
+        """What `device.generate_on_device` yields, computed in the child. Closing the
         generator cancels generation there and waits until it has stopped."""
         process, requests = self._running()
         rid = next(self._ids)
