@@ -1,11 +1,11 @@
-# Two commands do all set-up:  `make run` starts the app, `make test` runs every test.
+# Two commands do all set-up:  `make run` starts the app, `make test` lints and runs every test.
 # Both create .venv and install the pinned requirements the first time.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 ARGS ?=
 
-.PHONY: run test bench bench-gpu setup setup-dev chromium
+.PHONY: run test lint bench bench-gpu setup setup-dev chromium
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,7 +38,12 @@ chromium:
 run: setup
 	$(BIN)/python app.py $(ARGS)
 
-test: setup-dev
+# Lint first (seconds): ruff, and the layer contract of pyproject.toml (docs/architecture.md).
+lint: setup-dev
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-cache
+
+test: lint
 	$(BIN)/python -m pytest -q $(ARGS)
 
 bench: setup-dev

@@ -85,7 +85,7 @@ def test_tool_not_enabled_never_runs(processor):
 
 
 def test_invalid_arguments_are_reported(processor):
-    output = f"<|tool_call>call:get_current_weather{{location:42}}<tool_call|><|tool_response>"
+    output = "<|tool_call>call:get_current_weather{location:42}<tool_call|><|tool_response>"
     _, conv, _ = run_turn(processor, [output, "ok<turn|>"])
     result = conv.turns[-1].rounds[0].results[0]
     assert result.status == "error" and "location" in result.error and "string" in result.error

@@ -13,7 +13,7 @@ import pytest
 from conftest import ARTIFACTS, CHAT_FILE_INPUT, start_app
 from replay import ReplayEngine
 from test_browser import open_app
-from xss_payloads import PAYLOADS, TRAP_HOST
+from xss_payloads import PAYLOADS
 
 from gemma4_ui.core import transcript
 from gemma4_ui.core.conversation import AssistantTurn, Conversation, ToolRound, UserTurn

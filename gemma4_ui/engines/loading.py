@@ -12,10 +12,14 @@ import os
 import socket
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from gemma4_ui.config import BUNDLED_MODEL, DEFAULT_MODEL
 from gemma4_ui.engines.base import ModelLoadError, ModelStatus
+
+if TYPE_CHECKING:
+    import torch
 
 log = logging.getLogger(__name__)
 

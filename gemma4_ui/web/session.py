@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import json
+import logging
 import math
 import os
 import tempfile
@@ -43,6 +44,8 @@ from gemma4_ui.turns import Snapshot, TurnRunner
 from gemma4_ui.web.display import StreamingRender, beside_history, edited_text, render, settled, turn_of_message
 from gemma4_ui.web.inspector_updates import InspectorShown
 from gemma4_ui.web.safe_markdown import code_block, literal, toast_text
+
+log = logging.getLogger(__name__)
 
 
 EMPTY_INSPECTOR = ("<p class='inspector-empty'>Type a message or attach a file: what Gemma 4 will receive, "
