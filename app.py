@@ -30,6 +30,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
     from gemma4_ui.web.app import build_ui, enable_queue, page_options
+    from gemma4_ui.web.workarounds import log_workarounds
+
+    log_workarounds()
     from gemma4_ui.web.session import SharedChatHandlers
 
     demo = enable_queue(build_ui(SharedChatHandlers(engine, settings)), settings.gpu_concurrency)

@@ -1,5 +1,5 @@
-"""What keeps a long chat cheap to update in Chromium (ui.NARROW_SELECTION_RULES_JS,
-ui.SKIP_UNCHANGED_DIR_JS and ui.CSS say why): no style rule that makes a class change on the
+"""What keeps a long chat cheap to update in Chromium (web/gradio_compat/narrow_selection_rules.js,
+skip_unchanged_dir.js and web.app.CSS say why): no style rule that makes a class change on the
 chat's ancestors restyle all of it, no restyle of every message for a `dir` written unchanged,
 and, while a reply streams, no rendering of the messages out of view. Checked for what they
 do, in a chat with code blocks; what they save is measured in `bench` (long chat)."""

@@ -1,8 +1,20 @@
-"""Fixes from newer transformers releases, applied only to the releases that lack them."""
+"""Fixes from newer transformers releases, applied only to the releases that lack them
+(web/workarounds.py lists them with the app's other workarounds)."""
 
 from __future__ import annotations
 
 import functools
+
+# The transformers release that fixes what backport_mtp_kv_sharing backports.
+MTP_KV_SHARING_FIXED_IN = "5.24.0"
+
+
+def mtp_kv_sharing_needed() -> bool:
+    """Whether this transformers lacks 5.24's `kv_sharing_modes` (the backport then applies)."""
+    import transformers
+    from packaging.version import Version
+
+    return Version(transformers.__version__) < Version(MTP_KV_SHARING_FIXED_IN)
 
 
 def _kv_sharing_modes(config) -> list[str | None]:
@@ -28,10 +40,7 @@ def backport_mtp_kv_sharing() -> None:
     """transformers 5.23 raises when it builds a Gemma 4 MTP drafter (every layer of a drafter
     reads the target's cache), and a target with no shared layers (26B-A4B, 31B, 12B Unified)
     keeps no key/value states for a drafter to read. 5.24 fixes both in `kv_sharing_modes`."""
-    import transformers
-    from packaging.version import Version
-
-    if Version(transformers.__version__) >= Version("5.24.0"):
+    if not mtp_kv_sharing_needed():
         return
     from transformers import Gemma4TextConfig, Gemma4UnifiedTextConfig
 

@@ -269,6 +269,20 @@ class ExpansionCache:
             self._entries.pop(key, None)
 
 
+# The processor's private steps that counting_processor replaces on its copy (transformers
+# 5.23's Gemma4Processor); web/workarounds.py checks at start-up that they are there.
+PROCESSOR_STEPS = ("_process_images", "_process_videos", "_process_audio")
+
+
+def processor_steps_present() -> bool:
+    import transformers
+
+    processors = [getattr(transformers, name) for name in ("Gemma4Processor", "Gemma4UnifiedProcessor")
+                  if hasattr(transformers, name)]
+    return bool(processors) and all(callable(getattr(processor, step, None))
+                                    for processor in processors for step in PROCESSOR_STEPS)
+
+
 def counting_processor(processor):
     """A copy of `processor` for counting tokens: the same template, tokenizer and placeholder
     expansion, so its `input_ids` and `mm_token_type_ids` equal the real ones, but each

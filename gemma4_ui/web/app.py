@@ -31,6 +31,8 @@ from gemma4_ui.inspector.soft_token_map import CSS as SOFT_TOKEN_MAP_CSS
 from gemma4_ui.tools.registry import ToolRegistry
 from gemma4_ui.web.chat_history import ChatHistory
 from gemma4_ui.web.gradio_compat import build_files
+from gemma4_ui.web.gradio_compat.page import page_fixes_js
+from gemma4_ui.web.gradio_compat.queue import poll_queue_slower
 from gemma4_ui.web.session import SharedChatHandlers, tool_choices, tools_markdown
 from gemma4_ui.web.tail_patched_html import CSS as TAIL_PATCHED_CSS
 from gemma4_ui.web.tail_patched_html import tail_patched_html
@@ -147,46 +149,8 @@ footer .divider:last-child { display: none; }
 """ + (LAYERS_CSS + SOFT_TOKEN_MAP_CSS + probabilities_view.CSS + EXPANDED_VIEW_CSS + MESSAGES_CSS + TEMPLATE_CSS
        + TAIL_PATCHED_CSS)
 
-# The code highlighter's theme in Gradio's markdown styles (Prism's) has the rule
-# `.md code[class*="language-"] ::selection`: an attribute selector with a descendant after it.
-# For that rule Chromium restyles every element below any element whose class changes, and
-# Gradio and the chat box change classes on the chat's ancestors at every turn: ~80 ms for
-# each change in a 40-message chat (7,000 elements). Its descendant half is dropped; the
-# half on the code element stays, and Chromium's ::selection styles are inherited (highlight
-# inheritance), so the code's spans are selected in the same colours. The styles arrive with
-# the components that use them, so stylesheets added later are narrowed too.
-NARROW_SELECTION_RULES_JS = """
-  const narrow = (rules) => {
-    for (const rule of rules) {
-      if (rule.cssRules && !rule.selectorText) narrow(rule.cssRules);  // @media, @layer...
-      else if (rule.selectorText && rule.selectorText.includes('] ::selection'))
-        rule.selectorText = rule.selectorText.split(/,\\s*/).filter((s) => !/\\]\\s+::selection$/.test(s)).join(', ');
-    }
-  };
-  const narrowSheet = (sheet) => { try { narrow(sheet.cssRules); } catch (e) { /* not loaded, another origin's */ } };
-  const watch = (node) => {
-    if (node.tagName !== 'STYLE' && node.tagName !== 'LINK') return;
-    if (node.sheet) narrowSheet(node.sheet);
-    if (node.tagName === 'LINK') node.addEventListener('load', () => narrowSheet(node.sheet));
-  };
-  document.querySelectorAll('style, link[rel="stylesheet"]').forEach(watch);
-  new MutationObserver((changes) => changes.forEach((change) => change.addedNodes.forEach(watch)))
-    .observe(document.head, {childList: true});"""
-
-# Each message of Gradio's Chatbot re-runs its attribute effect whenever the number of
-# messages changes (it marks the latest), and that effect ends with `element.dir = element.dir`.
-# Chromium treats every write of `dir`, even of the value it has, as a change of direction
-# and restyles the element's whole subtree: when a turn settles into a 40-message history,
-# all 4,000 elements of the chat (~55 ms). A write of the value already there changes
-# nothing, so it is skipped; any real change of direction goes through.
-SKIP_UNCHANGED_DIR_JS = """
-  const dir = Object.getOwnPropertyDescriptor(HTMLElement.prototype, 'dir');
-  Object.defineProperty(HTMLElement.prototype, 'dir', {...dir, set(value) {
-    if (this.getAttribute('dir') !== String(value)) dir.set.call(this, value);
-  }});"""
-
 # The chat box follows the newest message while its reader is at the bottom, and stays where
-# one who scrolled up left it (the Chatbots inside it do not scroll: ui.CSS). It watches the
+# one who scrolled up left it (the Chatbots inside it do not scroll: CSS). It watches the
 # sizes of the two Chatbots, so a streamed token, a new message or an image that finished
 # loading all count, and it costs no extra layout. When the live part changes it also marks
 # the box with what the CSS needs to know of it (live-shown, live-turn).
@@ -273,7 +237,7 @@ CHAT_SCROLL_JS = """
 SHOWS_MESSAGES_JS = """(draft, conversation, session) =>
   [draft, conversation, session, document.querySelector('#chat-history .message-row') !== null]"""
 # The page's own script: Gradio runs it once, when the page has loaded.
-PAGE_JS = "() => {%s\n}" % (CHAT_SCROLL_JS + NARROW_SELECTION_RULES_JS + SKIP_UNCHANGED_DIR_JS)
+PAGE_JS = "() => {%s\n}" % (CHAT_SCROLL_JS + page_fixes_js())
 
 
 # Gradio's default theme declares its fonts at weights 400 and 600, and the 600 files it ships
@@ -348,7 +312,6 @@ def _status_html(status) -> str:
             f"<p>{html.escape(status.describe())}</p></details>")
 
 
-QUEUE_POLL_SECONDS = 0.01
 # How long Gradio keeps a user's conversation and session after their last turn (or, for the
 # session, the last change of the draft): an hour once the page is closed (wire says how).
 SESSION_SECONDS = 6 * 3600
@@ -356,14 +319,10 @@ SESSION_SECONDS = 6 * 3600
 
 def enable_queue(demo: gr.Blocks, concurrency: int) -> gr.Blocks:
     """Queue every event, at most `concurrency` generations at once (one GPU is never
-    oversubscribed; waiting users see their place). Gradio's queue looks for work every
-    millisecond by default, which takes about 4% of a CPU from generation; every 10 ms
-    delays the start of a queued event by at most that. (A private attribute: no public
-    setting exists; without it the default stays.)"""
+    oversubscribed; waiting users see their place), polled less often than Gradio's default
+    (gradio_compat/queue.py)."""
     demo.queue(default_concurrency_limit=concurrency)
-    queue = getattr(demo, "_queue", None)
-    if hasattr(queue, "sleep_when_free"):
-        queue.sleep_when_free = QUEUE_POLL_SECONDS
+    poll_queue_slower(demo)
     return demo
 
 

@@ -42,6 +42,7 @@ from gemma4_ui.media.files import load_upload
 from gemma4_ui.tools.registry import ToolRegistry, ToolSchemaError, default_registry
 from gemma4_ui.turns import Snapshot, TurnRunner
 from gemma4_ui.web.display import StreamingRender, beside_history, edited_text, render, settled, turn_of_message
+from gemma4_ui.web.gradio_compat.queue import enqueue_time
 from gemma4_ui.web.inspector_updates import InspectorShown
 from gemma4_ui.web.safe_markdown import code_block, literal, toast_text
 
@@ -469,7 +470,7 @@ class SharedChatHandlers:
         If the engine fails before producing anything, the conversation is handed back as it
         was and the draft returns to the composer. A turn the user replaced with a new
         conversation yields nothing more."""
-        ticket = session.turns.begin(_submitted_at())
+        ticket = session.turns.begin(enqueue_time())
         options.token_probabilities = session.probabilities_shown
         streaming = view is None
         view, settle = (StreamingRender(shown), settled) if streaming else (view, view)
@@ -521,7 +522,7 @@ class SharedChatHandlers:
         date. While another turn of this user is on its way (a message sent after a New
         conversation), the composer and Stop stay as that turn set them.
         Returns (composer, Stop, tool row, tool answer, stats, raw, parsed, probabilities, *inspector,
-        session): the session itself, so that its time to live counts from this turn (ui.wire)."""
+        session): the session itself, so that its time to live counts from this turn (app.wire)."""
         pending = self.pending_client_call(conversation)
         stats, raw, parsed = transcript.last_reply(conversation)
         inspector = self.refresh_inspector(restore_value or composer_value, conversation, session, show_ids, options)
@@ -546,7 +547,7 @@ class SharedChatHandlers:
     def refresh_inspector_and_keep_session(self, value, conversation: Conversation, session: UserSession,
                                            show_ids: bool, options: ChatOptions) -> tuple:
         """refresh_inspector's components, then the session itself, so that its time to live
-        counts from now (ui.wire)."""
+        counts from now (app.wire)."""
         return (*self.refresh_inspector(value, conversation, session, show_ids, options), session)
 
     @staticmethod
@@ -736,26 +737,11 @@ FORGOTTEN = ("The app no longer holds this conversation (it was idle too long, o
 
 def forgotten(more: str = "") -> tuple:
     """(history, live) for a request about a conversation the page shows but the app has let
-    go (Gradio forgets a conversation after its time to live, ui.SESSION_SECONDS, and at a
+    go (Gradio forgets a conversation after its time to live, app.SESSION_SECONDS, and at a
     restart): it says so, and leaves the page's messages as they are instead of replacing them
     with an empty chat."""
     gr.Warning(toast_text(FORGOTTEN + more), duration=None)
     return beside_history(FORGOTTEN + more)
-
-
-def _submitted_at() -> float | None:
-    """When Gradio queued the event being processed (its monotonic clock), so that a Stop
-    pressed while the turn waited in the queue reaches it. Read from Gradio's queue, which
-    offers no public accessor; None outside a queued event, and the turn then counts from
-    when it starts."""
-    try:
-        from gradio.context import LocalContext
-
-        blocks, event_id = LocalContext.blocks.get(None), LocalContext.event_id.get(None)
-        event = blocks._queue.event_ids_to_events.get(event_id)
-        return float(event.enqueue_time)
-    except Exception:  # noqa: BLE001 - not in a queued event, or Gradio changed: fall back
-        return None
 
 
 def tool_choices(registry: ToolRegistry) -> list[tuple[str, str]]:
