@@ -16,6 +16,7 @@ import inspect
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -56,188 +57,19 @@ LAYERS_CSS = """
   #side-column {{ flex-grow: 3 !important; }}
 }}
 """
-CSS = """
-/* The chat takes the height the screen has (a projector, a laptop, a phone), so the
-   composer and the last message are on the first screen; what sits above and below the
-   chat (the header, the composer, the buttons) is what the calc subtracts. Set on the chat
-   itself: Gradio scopes the rules inside a @media to its container, where :root is not. */
-#chatbot { --chat-height: max(320px, calc(100dvh - 250px)); }
-#header { flex-wrap: nowrap; align-items: center; gap: 12px; }
-#header > * { min-width: 0; }
-#title { flex: 0 0 auto; width: auto; }
-#title h2 { margin: 0; white-space: nowrap; }
-#model-status { flex: 1 1 auto; font-size: 0.95em; }
-#model-status summary { cursor: pointer; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
-#model-status details[open] summary { white-space: normal; }
-#model-status p { margin: 4px 0 0; }
-/* The chat: one scrolling box around the history and the live Chatbot, which grow with
-   their messages and look like one chat. */
-#chatbot { height: var(--chat-height) !important; overflow-y: auto; flex-wrap: nowrap; gap: 0;
-           border: 1px solid var(--block-border-color); border-radius: var(--block-radius);
-           background: var(--block-background-fill); }
-#chatbot > .block { flex: 0 0 auto; height: auto !important; min-height: 0; max-height: none !important;
-                    overflow: visible; border: 0 !important; box-shadow: none; background: transparent; }
-#chatbot .wrapper, #chatbot .bubble-wrap { height: auto !important; max-height: none !important;
-                                          overflow: visible !important; }
-#chat-history .bubble-wrap { padding-bottom: 0; }
-/* A long history would be painted, laid out and hit-tested again at each update of the reply
-   streaming below it, wherever it is scrolled (~2 ms more per update with 40 messages). So
-   while a turn streams (live-turn) its messages out of view are skipped: search still finds
-   them and screen readers still read them, but a skipped message has no innerText, hence only
-   then. Each message's size is remembered at all times, so a skipped one keeps its height.
-   The history is a stacking context of its own: hit testing the reply does not walk it.
-   The browser checks each skipped message against the view at every frame, so the messages
-   the reply pushes out of view above, then the whole history, are hidden until found instead
-   (CHAT_SCROLL_JS), at the size they had; Gradio's `[hidden] { display: none }` would take
-   that size away and hide them from search. */
-#chat-history { isolation: isolate; contain-intrinsic-size: auto 0px; }
-#chat-history[hidden="until-found"] { display: flex; }
-#chat-history .message-row[hidden="until-found"] { display: flex; }
-#chat-history .message-row { contain-intrinsic-size: auto 160px; }
-#chatbot.live-turn #chat-history .message-row:not([hidden]) { content-visibility: auto; }
-#chat-live .bubble-wrap { padding-top: var(--spacing-xxl); }
-/* The empty chat's prompt, when it wraps (a phone), keeps off the box's edges. */
-#chatbot .placeholder { padding-inline: var(--spacing-xl); text-align: center; }
-/* live-shown, live-turn: the live part shows a message, a turn (CHAT_SCROLL_JS sets them). */
-#chat-live .top-panel, /* its own Clear: the history's clears the whole chat */
-#chat-live .placeholder-content,
-#chatbot.live-shown #chat-history .placeholder-content { display: none; }
-/* The idle Stop button is plainly off, not a faded red. */
-#stop:disabled { background: var(--button-secondary-background-fill); color: var(--body-text-color-subdued);
-                 border-color: var(--button-secondary-border-color); opacity: 1; }
-.ctx-meter { height: 10px; background: var(--block-border-color); border-radius: 5px; overflow: hidden; }
-.ctx-meter > div { height: 100%; background: var(--color-accent); }
-.ctx-label { font-size: 0.85em; margin: 4px 0 8px; }
-.token-counts table { width: 100%; font-size: 0.9em; }
-/* Only the last message sent can be edited (the handler refuses the others), so only the
-   last user bubble keeps the edit control (none when that bubble is media: a media-only last
-   turn). nth-last-child(of) and classes rather than :has() on the chat, which Chromium
-   re-checks at every streamed update, restyling every button of a long chat's history.
-   Found by its icon, the same in every UI language. */
-#chatbot .user-row:not(:nth-last-child(1 of .user-row)) + .message-buttons-right button:has(.feather-edit-2),
-#chatbot.live-turn #chat-history button:has(.feather-edit-2) { display: none; }
-#chatbot .reply-stats { font-size: 0.75em; opacity: 0.65; margin-top: 4px; font-variant-numeric: tabular-nums; }
-#template-raw .textfield { font-family: var(--font-mono); white-space: pre-wrap; font-size: 0.85em; }
-#template-expanded textarea, #raw-output textarea { font-family: var(--font-mono); font-size: 0.85em; }
-/* Gradio puts a divider after the last footer link when some links are left out. */
-footer .divider:last-child { display: none; }
-/* Gradio's 32 px side margins take a fifth of a phone's width (the composer's prompt wrapped
-   at 320 px): 12 px up to 440 px wide, growing to Gradio's 32 at 640. Not in a @media rule:
-   Gradio scopes those inside its page, below the element that has the margins. */
-.main.app { padding-inline: clamp(var(--size-3), (100vw - 320px) / 10, var(--size-8)); }
-#actions { flex-wrap: nowrap; }
-#actions > button { min-width: 0; }
-@media (max-width: 640px) {
-  #chatbot { --chat-height: max(240px, calc(100dvh - 250px)); }
-}
-/* A short screen (a phone held sideways): the gaps and the composer's padding tighten, so
-   that the chat, the composer and the Stop button all fit; the chat takes what they leave. */
-@media (max-height: 560px) {
-  #chatbot { --chat-height: max(150px, calc(100dvh - 170px)); }
-  #header { margin-bottom: calc(-1 * var(--spacing-md)); }
-  #chat-column { gap: var(--spacing-md); }
-  #composer .full-container { padding-block: var(--spacing-xs); }
-}
-@media (max-width: 640px), (max-height: 560px) {
-  /* Examples in the empty chat: two compact columns. */
-  #chatbot .examples { grid-template-columns: repeat(2, minmax(0, 1fr)); padding: var(--spacing-md);
-                       gap: var(--spacing-md); }
-  #chatbot .example { padding: var(--spacing-md) var(--spacing-lg); }
-  #title h2 { font-size: 1.15em; }
-  #model-status { font-size: 0.85em; }
-}
-""" + (LAYERS_CSS + SOFT_TOKEN_MAP_CSS + probabilities_view.CSS + EXPANDED_VIEW_CSS + MESSAGES_CSS + TEMPLATE_CSS
-       + TAIL_PATCHED_CSS)
+# The page's own styles and script are files in assets/, read once at start.
+ASSETS = Path(__file__).parent / "assets"
+CSS = ((ASSETS / "app.css").read_text(encoding="utf-8") + LAYERS_CSS + SOFT_TOKEN_MAP_CSS + probabilities_view.CSS
+       + EXPANDED_VIEW_CSS + MESSAGES_CSS + TEMPLATE_CSS + TAIL_PATCHED_CSS)
+CHAT_SCROLL_JS = (ASSETS / "chat_scroll.js").read_text(encoding="utf-8")
 
-# The chat box follows the newest message while its reader is at the bottom, and stays where
-# one who scrolled up left it (the Chatbots inside it do not scroll: CSS). It watches the
-# sizes of the two Chatbots, so a streamed token, a new message or an image that finished
-# loading all count, and it costs no extra layout. When the live part changes it also marks
-# the box with what the CSS needs to know of it (live-shown, live-turn).
-# While a reply grows below the history, with its reader following it, each message of the
-# history it pushes out of view is hidden until found (content-visibility: hidden, at its
-# size), then the whole history: they cost the frames nothing, and the browser's search still
-# finds what is in them. They are shown again at once when the reader scrolls, when search
-# finds something in them, when the turn ends, and when the reply has not grown for a second
-# (a tool call waiting for its result). While hidden, screen readers do not read them: that
-# is why only then.
-CHAT_SCROLL_JS = """
-  const follow = () => {
-    const box = document.querySelector('#chatbot'), live = document.querySelector('#chat-live'),
-          history = document.querySelector('#chat-history');
-    if (!box || !live || !history) return setTimeout(follow, 200);
-    // The history's messages (it does not change while a turn streams), the first hiddenRows of
-    // them hidden. The whole history only at a later update than its last message: hidden at
-    // once, it would leave that message's style as it was (content-visibility: auto).
-    let resting, rows = null, hiddenRows = 0;
-    const show = () => {
-      clearTimeout(resting);
-      if (!hiddenRows) return;
-      history.removeAttribute('hidden');
-      rows.slice(0, hiddenRows).forEach((row) => row.removeAttribute('hidden'));
-      hiddenRows = 0;
-    };
-    const rest = (top) => {
-      clearTimeout(resting);
-      resting = setTimeout(show, 1000);
-      rows ??= [...history.querySelectorAll('.message-row')];
-      if (rows.length && hiddenRows === rows.length) {  // all hidden at an earlier update
-        if (!history.hidden && history.getBoundingClientRect().bottom <= top) {
-          history.setAttribute('hidden', 'until-found');
-        }
-        return;
-      }
-      // all read before any is hidden: each change would need a new layout to read the next
-      let above = hiddenRows;
-      while (above < rows.length && rows[above].getBoundingClientRect().bottom <= top) above++;
-      for (; hiddenRows < above; hiddenRows++) rows[hiddenRows].setAttribute('hidden', 'until-found');
-    };
-    // Reaching the bottom, however, pins; only the reader's own scrolling (wheel, touch, keys,
-    // the scrollbar) unpins: the browser also scrolls the box when its content is redrawn.
-    let pinned = true, readerUntil = 0, dragging = false;
-    const reader = () => { readerUntil = performance.now() + 500; show(); };
-    for (const type of ['wheel', 'touchmove', 'keydown']) box.addEventListener(type, reader, {passive: true});
-    box.addEventListener('pointerdown', () => { dragging = true; }, {passive: true});
-    // (a click elsewhere, on a tab say, is not the reader's scrolling of the chat)
-    window.addEventListener('pointerup', () => { if (dragging) reader(); dragging = false; }, {passive: true});
-    box.addEventListener('scroll', () => {
-      if (box.scrollHeight - box.scrollTop - box.clientHeight < 80) pinned = true;
-      else {
-        if (dragging || performance.now() < readerUntil) pinned = false;
-        show();  // whatever scrolled it up shows what is there
-      }
-    }, {passive: true});
-    // The search found something hidden in the history (the browser shows it and goes there;
-    // from a message, the event bubbles up).
-    history.addEventListener('beforematch', () => { pinned = false; show(); });
-    const grown = new ResizeObserver(() => {
-      const liveShown = live.querySelector('.message-row') !== null;
-      box.classList.toggle('live-shown', liveShown);
-      // A turn's end: the switch renders the whole history again (CSS), so it waits for the
-      // next frame, not to add to the one that shows the settled turn.
-      const turn = () => live.querySelector('.user-row') !== null, inTurn = turn();
-      if (inTurn) box.classList.add('live-turn');
-      else if (box.classList.contains('live-turn')) {
-        requestAnimationFrame(() => { if (!turn()) box.classList.remove('live-turn'); });
-      }
-      // (an empty chat shows its examples from the first)
-      if (pinned && (liveShown || box.querySelector('.message-row'))) box.scrollTop = box.scrollHeight;
-      if (inTurn && pinned && !history.contains(document.activeElement)) rest(box.getBoundingClientRect().top);
-      else {
-        show();
-        if (!inTurn) rows = null;
-      }
-    });
-    box.querySelectorAll(':scope > .block').forEach((part) => grown.observe(part));
-  };
-  follow();"""
 # A send asks whether the page shows a conversation (if the app has let it go, the draft
 # stays: session.stage). The page answers it from its own messages: with the history as the
 # send's input, every message snapshotted, uploaded and validated the whole chat.
 SHOWS_MESSAGES_JS = """(draft, conversation, session) =>
   [draft, conversation, session, document.querySelector('#chat-history .message-row') !== null]"""
 # The page's own script: Gradio runs it once, when the page has loaded.
-PAGE_JS = "() => {%s\n}" % (CHAT_SCROLL_JS + page_fixes_js())
+PAGE_JS = "() => {\n%s\n}" % (CHAT_SCROLL_JS + page_fixes_js())
 
 
 # Gradio's default theme declares its fonts at weights 400 and 600, and the 600 files it ships
