@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     from gemma4_ui.web.workarounds import log_workarounds
 
     log_workarounds()
-    from gemma4_ui.web.session import SharedChatHandlers
+    from gemma4_ui.web.handlers.shared import SharedChatHandlers
 
     demo = enable_queue(build_ui(SharedChatHandlers(engine, settings)), settings.gpu_concurrency)
     # Quiet: Gradio's own banner tells to "set `share=True` in `launch()`"; this app's way is --share.

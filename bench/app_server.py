@@ -110,9 +110,10 @@ def release_free_memory(*_signal) -> None:
 def serve(port: int, stats_file: Path) -> None:
     from gemma4_ui.config import parse_settings
     from gemma4_ui.web import app as ui
-    from gemma4_ui.web import session
+    from gemma4_ui.web import pacing
     from gemma4_ui.web.app import build_ui, enable_queue, page_options
-    from gemma4_ui.web.session import SharedChatHandlers
+    from gemma4_ui.web.handlers import turns as turn_handlers
+    from gemma4_ui.web.handlers.shared import SharedChatHandlers
 
     # The app's settings as `python app.py --model tiny` takes them (GEMMA4_* variables too).
     settings = parse_settings(["--model", "tiny", "--max-new-tokens-cap", "8192"])
@@ -120,7 +121,7 @@ def serve(port: int, stats_file: Path) -> None:
     if os.environ.get(CHAT_RENDERING):  # the Chatbot as another version of the app sets it up
         ui.CHAT_RENDERING = json.loads(os.environ[CHAT_RENDERING])
     if os.environ.get(UPDATES_PER_SECOND):  # read by the pacer at each update
-        session.MAX_UPDATES_PER_SECOND = float(os.environ[UPDATES_PER_SECOND])
+        pacing.MAX_UPDATES_PER_SECOND = float(os.environ[UPDATES_PER_SECOND])
     if os.environ.get(ONE_CHATBOT):
         from gemma4_ui.inspector import expanded_view
         from gemma4_ui.web import display
@@ -129,8 +130,8 @@ def serve(port: int, stats_file: Path) -> None:
             def __call__(self, conversation, live=None, notice=""):
                 return display.render(conversation, live, notice), []
 
-        session.StreamingRender = WholeChat
-        session.MAX_UPDATE_SHARE = 0.04
+        turn_handlers.StreamingRender = WholeChat
+        pacing.MAX_UPDATE_SHARE = 0.04
         expanded_view.MAX_COLOURED = 10**9
     engine = recording_engine(local, stats_file)
     demo = enable_queue(build_ui(SharedChatHandlers(engine, settings)), settings.gpu_concurrency)

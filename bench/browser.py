@@ -99,7 +99,7 @@ def summarise(run: dict) -> dict:
 
 
 def browser_streaming(ctx: Context) -> Section:
-    from gemma4_ui.web.session import MAX_UPDATES_PER_SECOND
+    from gemma4_ui.web.pacing import MAX_UPDATES_PER_SECOND
 
     tokens = ctx.sizes.browser_tokens
     runs = []

@@ -1,7 +1,7 @@
 """Inspector refresh: from a change of the draft to updated token counts, with a realistic
 history (10 turns: a 12 MP photo, a 1080p screenshot, a 1600×1200 photo, a 30 s recording).
 
-In-process: `SharedChatHandlers.inspect`, as the UI calls it on every change of the composer.
+In-process: `InspectorHandlers.inspect`, as the UI calls it on every change of the composer.
 In the browser: type into the composer, or attach a photo, and wait until #token-counts
 shows the new counts (Gradio's queue, the handler, the HTML update, rendering).
 
@@ -109,22 +109,23 @@ def exactness_conversation(ctx: Context, conversation, attached: list):
 def in_process(ctx: Context, conversation) -> list[Figure]:
     from gemma4_ui.config import Settings
     from gemma4_ui.core.prompt import build_spec, model_inputs
-    from gemma4_ui.web.session import Draft, SharedChatHandlers
+    from gemma4_ui.web.handlers.shared import SharedChatHandlers
+    from gemma4_ui.web.session import Draft
 
     session = SharedChatHandlers(ctx.engine, Settings(model="tiny"))
     user = session.new_session()
-    session.inspect(None, conversation, user, False, _options())  # after a reply the UI refreshes once
+    session.inspector.inspect(None, conversation, user, False, _options())  # after a reply the UI refreshes once
     attachments = iter(fresh_copies(ctx.photo, ctx.workdir / "attach", 2 * ctx.runs + 1))
     words = iter(range(10**6))
     spec = build_spec(conversation, _options(), session.registry)
 
     def type_text() -> float:
         draft = {"text": "Tell me more about" + f" word{next(words)}", "files": []}
-        return timed_ms(lambda: session.inspect(draft, conversation, user, False, _options()))
+        return timed_ms(lambda: session.inspector.inspect(draft, conversation, user, False, _options()))
 
     def attach_photo() -> float:
         draft = {"text": "And this one?", "files": [str(next(attachments))]}
-        return timed_ms(lambda: session.inspect(draft, conversation, user, False, _options()))
+        return timed_ms(lambda: session.inspector.inspect(draft, conversation, user, False, _options()))
 
     ms = interleaved({"text": type_text, "image": attach_photo,
                       "processor": lambda: timed_ms(lambda: model_inputs(ctx.engine.processor, spec))}, 2 * ctx.runs)

@@ -23,9 +23,9 @@ from gemma4_ui.core.events import (
     ToolCallStarted,
     ToolResult,
 )
-from gemma4_ui.core.live import Live
 from gemma4_ui.core.options import ChatOptions
 from gemma4_ui.core.prompt import build_spec
+from gemma4_ui.core.streaming import Live
 from gemma4_ui.engines.base import Engine, GenerationRequest
 from gemma4_ui.tools.registry import ToolRegistry
 

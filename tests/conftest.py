@@ -115,7 +115,7 @@ class AppServer:
 def start_app(engine, **overrides) -> AppServer:
     from gemma4_ui.config import Settings
     from gemma4_ui.web.app import build_ui, enable_queue, page_options
-    from gemma4_ui.web.session import SharedChatHandlers
+    from gemma4_ui.web.handlers.shared import SharedChatHandlers
 
     settings = Settings(model="tiny", **overrides)
     session = SharedChatHandlers(engine, settings)
@@ -174,7 +174,7 @@ def screenshot(page, name: str) -> Path:
 def session_handlers(tiny_engine):
     """The handlers all users share, on the tiny model, with default settings."""
     from gemma4_ui.config import Settings
-    from gemma4_ui.web.session import SharedChatHandlers
+    from gemma4_ui.web.handlers.shared import SharedChatHandlers
 
     return SharedChatHandlers(tiny_engine, Settings(model="tiny"))
 

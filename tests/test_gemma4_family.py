@@ -22,7 +22,7 @@ from test_inspector import assert_consistent, make_audio, make_image
 from transformers import AutoModelForCausalLM, AutoModelForMultimodalLM, AutoProcessor
 
 from gemma4_ui.config import BUNDLED_MODEL
-from gemma4_ui.core import family
+from gemma4_ui.core import model_family
 from gemma4_ui.core.conversation import Conversation, UserTurn
 from gemma4_ui.core.events import Done
 from gemma4_ui.core.options import ChatOptions
@@ -71,7 +71,7 @@ def chat_spec(engine, media, text="Describe this.") -> PromptSpec:
 def test_the_unified_checkpoint_loads_with_its_own_classes(unified_engine):
     assert type(unified_engine.processor).__name__ == "Gemma4UnifiedProcessor"
     assert type(unified_engine.model).__name__ == "Gemma4UnifiedForConditionalGeneration"
-    assert family.is_unified(unified_engine.processor) and unified_engine.audio_first
+    assert model_family.is_unified(unified_engine.processor) and unified_engine.audio_first
 
 
 def test_the_unified_model_chats_with_text_images_audio_and_video(unified_engine, tmp_path):
@@ -125,7 +125,7 @@ def test_audio_late_in_a_unified_prompt_is_flagged(unified_engine, tmp_path):
     spec = build_spec(conversation, ChatOptions(), default_registry(), unified_engine.audio_first)
     inputs = model_inputs(processor, spec)
     start = inputs["mm_token_type_ids"][0].tolist().index(inspector.AUDIO)
-    assert start > family.UNIFIED_AUDIO_POSITION_LIMIT
+    assert start > model_family.UNIFIED_AUDIO_POSITION_LIMIT
     counts = inspector.count_tokens(processor, inputs, conversation.media(), 280)
     assert f"starts at token {start:,}" in counts.audio[0].warning
     assert "hears audio past ~450 tokens less well" in counts.audio[0].warning
@@ -260,6 +260,6 @@ def test_modalities_follow_the_checkpoints_parts(unified_engine, tiny_engine):
 
     assert unified_engine.modalities == tiny_engine.modalities == {"text", "image", "audio", "video"}
     no_audio = AutoConfig.from_pretrained(BUNDLED_MODEL, audio_config=None)  # as 26B-A4B and 31B
-    assert family.modalities(no_audio) == {"text", "image", "video"}
+    assert model_family.modalities(no_audio) == {"text", "image", "video"}
     text_only = AutoConfig.from_pretrained(BUNDLED_MODEL, audio_config=None, vision_config=None)
-    assert family.modalities(text_only) == {"text"}
+    assert model_family.modalities(text_only) == {"text"}

@@ -24,8 +24,8 @@ from gemma4_ui.inspector import layers as inspector
 from gemma4_ui.media.decoding import load_media
 from gemma4_ui.tools.registry import default_registry
 from gemma4_ui.web.display import edited_text, render
-from gemma4_ui.web.safe_markdown import code_block, literal, restore, safe_markdown
-from gemma4_ui.web.session import SharedChatHandlers
+from gemma4_ui.web.handlers.shared import SharedChatHandlers
+from gemma4_ui.web.safe_markdown import code_block, literal, safe_markdown, unescape_markdown
 from tests.conftest import chat_messages
 
 RATE = 16_000
@@ -83,7 +83,7 @@ def test_markdown_still_reads_as_markdown():
 @pytest.mark.parametrize("text", ["<b>bold</b> & AT&T", "an ![image](x.png) \\![not]", "go to javascript:void(0)",
                                   "`<tag>` and ``a ` b``"])
 def test_what_the_editor_holds_restores_to_what_was_typed(text):
-    assert restore(safe_markdown(text)) == text
+    assert unescape_markdown(safe_markdown(text)) == text
 
 
 # -- files ------------------------------------------------------------------------------------
@@ -172,11 +172,11 @@ def test_a_failing_template_is_an_engine_error_and_the_chat_goes_on(processor):
     engine = ReplayEngine(broken, ["Hello there.<turn|>"])
     handlers = SharedChatHandlers(engine, Settings(model="tiny"))
     user, options = handlers.new_session(), ChatOptions(max_new_tokens=8)
-    history, live, conv, draft = list(handlers.respond({"text": "BREAK", "files": []}, Conversation(), user,
+    history, live, conv, draft = list(handlers.turns.respond({"text": "BREAK", "files": []}, Conversation(), user,
                                                        options))[-1]
     assert conv.turns == [] and draft == {"text": "BREAK", "files": []}, "nothing lost"
     assert history == [] and "this template refuses BREAK" in live[-1]["content"]
-    *_, conv, _ = list(handlers.respond({"text": "hello", "files": []}, conv, user, options))[-1]
+    *_, conv, _ = list(handlers.turns.respond({"text": "hello", "files": []}, conv, user, options))[-1]
     assert conv.turns[-1].content == "Hello there."
 
 

@@ -11,8 +11,8 @@ from gemma4_ui.config import Settings
 from gemma4_ui.core.conversation import AssistantTurn, Conversation, UserTurn
 from gemma4_ui.core.options import ChatOptions
 from gemma4_ui.inspector.pieces import SEPARATOR
+from gemma4_ui.web.handlers.shared import SharedChatHandlers
 from gemma4_ui.web.inspector_updates import LAYERS, PATCHED, PLAIN_TEXT
-from gemma4_ui.web.session import SharedChatHandlers
 from gemma4_ui.web.tail_patched_html import view_of
 
 OPTIONS = ChatOptions(max_new_tokens=8, temperature=0)
@@ -43,12 +43,12 @@ def long_chat(messages: int) -> Conversation:
 
 
 def refresh(handlers, session, conversation, draft: str) -> dict:
-    return dict(zip(LAYERS, handlers.refresh_inspector({"text": draft, "files": []}, conversation, session, False,
+    return dict(zip(LAYERS, handlers.inspector.refresh({"text": draft, "files": []}, conversation, session, False,
                                                        OPTIONS), strict=True))
 
 
 def full_view(handlers, session, conversation, draft: str) -> dict:
-    view = handlers.inspect({"text": draft, "files": []}, conversation, session, False, OPTIONS)
+    view = handlers.inspector.inspect({"text": draft, "files": []}, conversation, session, False, OPTIONS)
     return {"messages": view.messages, "template": view.template, "expanded_colour": view.expanded_colour,
             "messages_text": view.messages_raw, "template_text": view.template_raw, "expanded": view.expanded}
 
@@ -86,23 +86,23 @@ def test_a_keystroke_in_a_long_chat_sends_only_the_end_of_each_layer(handlers):
 def test_a_plain_text_is_sent_while_its_accordion_is_open(handlers):
     session, chat = handlers.new_session(), long_chat(4)
     refresh(handlers, session, chat, "Hi")
-    assert handlers.show_plain_text("template_text", True, session) == gr.skip()
+    assert handlers.inspector.show_plain_text("template_text", True, session) == gr.skip()
     sent = refresh(handlers, session, chat, "Hi")
     assert sent["template_text"] == full_view(handlers, session, chat, "Hi")["template_text"]
     assert skipped(sent["messages_text"]) and skipped(sent["expanded"]), "the others stay closed"
     assert sent["template_text"].rstrip().endswith("Hi<turn|>\n<|turn>model")
 
     assert refresh(handlers, session, chat, "Hello")["template_text"].rstrip().endswith("Hello<turn|>\n<|turn>model")
-    assert handlers.show_plain_text("template_text", False, session) == "", "closed, it empties"
+    assert handlers.inspector.show_plain_text("template_text", False, session) == "", "closed, it empties"
     assert skipped(refresh(handlers, session, chat, "Hello there")["template_text"])
-    handlers.show_plain_text("template_text", True, session)
+    handlers.inspector.show_plain_text("template_text", True, session)
     assert "Hello there" in refresh(handlers, session, chat, "Hello there")["template_text"], "reopened: current"
 
 
 def test_a_page_that_lost_track_gets_the_whole_inspector_again(handlers):
     session, chat = handlers.new_session(), long_chat(4)
     refresh(handlers, session, chat, "Hi")
-    handlers.resend_inspector(session)
+    handlers.inspector.resend(session)
     again = refresh(handlers, session, chat, "Hi")
     assert all(view_of(again[name])[1:3] == (-1, 0) for name in PATCHED)
     assert not skipped(again["counts"]) and not skipped(again["maps"])

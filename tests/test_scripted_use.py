@@ -10,8 +10,8 @@ from conftest import ROOT
 
 from gemma4_ui.core.conversation import AssistantTurn, Conversation, ToolRound, UserTurn
 from gemma4_ui.core.events import ReplyStats, ToolCall, ToolResult
-from gemma4_ui.core.live import Live
 from gemma4_ui.core.reply_data import reply_data
+from gemma4_ui.core.streaming import Live
 
 
 def readme_scripted_use() -> str:

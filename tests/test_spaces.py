@@ -57,7 +57,7 @@ import app
 from gemma4_ui.config import Settings
 from gemma4_ui.engines.local.device import _MODELS
 from gemma4_ui.engines.local.engine import LocalEngine
-from gemma4_ui.web.session import SharedChatHandlers
+from gemma4_ui.web.handlers.shared import SharedChatHandlers
 from gemma4_ui.web.app import build_ui
 engine = LocalEngine("tiny")
 build_ui(SharedChatHandlers(engine, Settings(model="tiny")))

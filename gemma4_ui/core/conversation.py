@@ -95,7 +95,7 @@ def media_part(item: MediaItem) -> dict:
 
 def user_content(turn: UserTurn, audio_first: bool = False) -> list[dict] | str:
     """Images and videos before the text, audio after it (Gemma 4's guidance); with
-    `audio_first` (Gemma 4 Unified, see core/family.py) audio before everything."""
+    `audio_first` (Gemma 4 Unified, see core/model_family.py) audio before everything."""
     if not turn.media:
         return turn.text
     visual = [media_part(m) for m in turn.media if m.kind in ("image", "video")]

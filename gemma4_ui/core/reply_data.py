@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from gemma4_ui.core.conversation import AssistantTurn, Conversation, ToolRound
 from gemma4_ui.core.events import ReplyStats, ToolCall, ToolResult
-from gemma4_ui.core.live import Live
+from gemma4_ui.core.streaming import Live
 
 # A declared tool's result comes from the script: it says where to send it.
 WAITING_NOTICE = "The model called {name}, a declared tool: send its result to /tool_result."

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from gemma4_ui.config import BACKENDS, BUNDLED_TRAINED
-from gemma4_ui.core import family
+from gemma4_ui.core import model_family
 from gemma4_ui.core.events import Event
 from gemma4_ui.core.prompt import PromptSpec
 from gemma4_ui.media.decoding import MediaItem
@@ -112,8 +112,8 @@ class Engine(ABC):
 
     @property
     def audio_first(self) -> bool:
-        """Whether a message's audio goes before its images and text (core/family.py)."""
-        return self.processor is not None and family.audio_first(self.processor)
+        """Whether a message's audio goes before its images and text (core/model_family.py)."""
+        return self.processor is not None and model_family.audio_first(self.processor)
 
 
 # --backend NAME → the engine class, as "module:Class" so that choosing one imports only it.

@@ -33,7 +33,7 @@ import numpy as np
 import openai
 
 from gemma4_ui.config import BUNDLED_MODEL, Settings
-from gemma4_ui.core import family
+from gemma4_ui.core import model_family
 from gemma4_ui.core.events import Done, EngineError, Event, ReplyStats, ThinkingDelta, ToolCall, ToolCallStarted
 from gemma4_ui.core.parsing import ReplyParser
 from gemma4_ui.core.prompt import PromptSpec
@@ -435,7 +435,7 @@ class OpenAIEngine(Engine):
         self._probe()
         self.processor, config = self._load_model_files()
         if config is not None:
-            self.modalities = family.modalities(config)
+            self.modalities = model_family.modalities(config)
         context = _served_context(listed, self.model) or _config_context(config)
         notes = [f"The server refuses {name}: {OPTIONAL_FIELDS[name]}" for name in sorted(self.refused)]
         if self.processor is None:

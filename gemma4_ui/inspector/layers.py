@@ -20,7 +20,7 @@ from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from gemma4_ui.core import family
+from gemma4_ui.core import model_family
 from gemma4_ui.core.prompt import PromptSpec
 from gemma4_ui.media.decoding import MediaItem
 
@@ -193,7 +193,7 @@ def count_tokens(processor, inputs, media: list[MediaItem], image_budget: int,
         counts.images.append(ImageCount(item.name, run, (width, height), _resized(processor, width, height, image_budget)))
 
     for item, (start, run) in zip([m for m in media if m.kind == "audio"], _runs_at(types, AUDIO)):
-        warning = "; ".join(filter(None, [item.warning, family.late_audio_warning(processor, start)])) or None
+        warning = "; ".join(filter(None, [item.warning, model_family.late_audio_warning(processor, start)])) or None
         counts.audio.append(AudioCount(item.name, run, item.describe().get("seconds", 0.0), warning))
 
     for item, frames, span in zip([m for m in media if m.kind == "video"], frames_per_video, spans):

@@ -34,7 +34,20 @@ from gemma4_ui.web.chat_history import ChatHistory
 from gemma4_ui.web.gradio_compat import build_files
 from gemma4_ui.web.gradio_compat.page import page_fixes_js
 from gemma4_ui.web.gradio_compat.queue import poll_queue_slower
-from gemma4_ui.web.session import SharedChatHandlers, tool_choices, tools_markdown
+from gemma4_ui.web.handlers.shared import SharedChatHandlers
+from gemma4_ui.web.handlers.tools import tool_choices, tools_markdown
+from gemma4_ui.web.outputs import (
+    AfterTurn,
+    DeclareToolOutputs,
+    InspectorLayers,
+    LoadOutputs,
+    RemoveToolOutputs,
+    ResetOutputs,
+    StageOutputs,
+    TurnOutputs,
+    UndoOutputs,
+    after_turn_outputs,
+)
 from gemma4_ui.web.tail_patched_html import CSS as TAIL_PATCHED_CSS
 from gemma4_ui.web.tail_patched_html import tail_patched_html
 
@@ -195,13 +208,14 @@ class InspectorTab:
     export: gr.Button
     exported: gr.File
     upload_chat: gr.UploadButton
-    plain_text_views: dict[str, gr.Accordion]  # by layer name (inspector_updates.PLAIN_TEXT)
+    plain_text_views: dict[str, gr.Accordion]  # by layer name (InspectorLayers, inspector_updates.PLAIN_TEXT)
 
     @property
-    def layers(self) -> list:
-        """What `SharedChatHandlers.refresh_inspector` returns, in its order."""
-        return [self.counts, self.messages, self.messages_text, self.template, self.template_text, self.expanded,
-                self.note, self.soft_tokens, self.expanded_colour]
+    def layers(self) -> InspectorLayers:
+        """The components the inspector's refresh updates."""
+        return InspectorLayers(counts=self.counts, messages=self.messages, messages_text=self.messages_text,
+                               template=self.template, template_text=self.template_text, expanded=self.expanded,
+                               note=self.note, maps=self.soft_tokens, expanded_colour=self.expanded_colour)
 
 
 @dataclass
@@ -258,8 +272,9 @@ def _chat_column() -> ChatColumn:
     with gr.Accordion("🎯 Token probabilities of the last reply", open=False,
                       elem_id="token-probabilities-view") as probabilities_view:
         probabilities = gr.HTML(elem_id="token-probabilities")
-    return ChatColumn(history, live, composer, staged, shows_messages, tool_row, tool_answer, tool_submit,
-                      tool_cancel, stop, new_chat, probabilities_view, probabilities)
+    return ChatColumn(history=history, live=live, composer=composer, staged=staged, shows_messages=shows_messages,
+                      tool_row=tool_row, tool_answer=tool_answer, tool_submit=tool_submit, tool_cancel=tool_cancel,
+                      stop=stop, new_chat=new_chat, probabilities_view=probabilities_view, probabilities=probabilities)
 
 
 def _inspector_tab() -> InspectorTab:
@@ -308,10 +323,13 @@ def _inspector_tab() -> InspectorTab:
             # each time it reads its value, which Gradio does at every streamed update of a reply.
             upload_chat = gr.UploadButton("⬆ Load a conversation (JSON)", file_types=[".json"], size="sm",
                                           elem_id="upload-chat")
-    return InspectorTab(counts, note, soft_tokens, messages, messages_text, template, template_text, show_ids, expanded,
-                        expanded_colour, reply_stats, raw_output, parsed_output, export, exported, upload_chat,
-                        {"messages_text": messages_text_view, "template_text": template_text_view,
-                         "expanded": expanded_text_view})
+    return InspectorTab(counts=counts, note=note, soft_tokens=soft_tokens, messages=messages,
+                        messages_text=messages_text, template=template, template_text=template_text, show_ids=show_ids,
+                        expanded=expanded, expanded_colour=expanded_colour, reply_stats=reply_stats,
+                        raw_output=raw_output, parsed_output=parsed_output, export=export, exported=exported,
+                        upload_chat=upload_chat,
+                        plain_text_views={"messages_text": messages_text_view, "template_text": template_text_view,
+                                          "expanded": expanded_text_view})
 
 
 def _settings_tab(defaults: ChatOptions, settings: Settings) -> dict:
@@ -347,7 +365,8 @@ def _tools_tab(defaults: ChatOptions, registry: ToolRegistry) -> tuple[ToolsTab,
     with gr.Row(visible=False, elem_id="remove-tool-row") as remove_row:
         remove_choice = gr.Dropdown([], label="Declared tool", scale=3, elem_id="remove-tool-name")
         remove = gr.Button("Remove tool", size="sm", scale=1, elem_id="remove-tool")
-    return ToolsTab(tool_docs, schema_box, declare, declare_notice, remove_row, remove_choice, remove), options
+    return ToolsTab(tool_docs=tool_docs, schema_box=schema_box, declare=declare, declare_notice=declare_notice,
+                    remove_row=remove_row, remove_choice=remove_choice, remove=remove), options
 
 
 def build_layout(handlers: SharedChatHandlers) -> Layout:
@@ -377,7 +396,8 @@ def build_layout(handlers: SharedChatHandlers) -> Layout:
             gr.Examples(example_rows, inputs=[chat.composer, options["thinking"], options["enabled_tools"]],
                         label="Examples", example_labels=example_labels, examples_per_page=len(example_rows),
                         elem_id="examples")
-    return Layout(conversation, session, restore, chat, inspector, tools, options)
+    return Layout(conversation=conversation, session=session, restore=restore, chat=chat, inspector=inspector,
+                  tools=tools, options=options)
 
 
 # -- wiring ----------------------------------------------------------------------------------------
@@ -423,7 +443,7 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
     options = layout.option_inputs
     empty = inspect.Parameter.empty
     turn = [("conversation", empty), ("session", empty)]
-    chat_outputs = [chat.history, chat.live, conversation, restore]
+    chat_outputs = list(TurnOutputs(history=chat.history, live=chat.live, conversation=conversation, restore=restore))
     gpu = dict(concurrency_limit=handlers.settings.gpu_concurrency, concurrency_id="gpu")
     private = dict(api_visibility="private")
     streamed = dict(show_progress_on=[chat.live])  # the history does not change while a turn streams
@@ -435,14 +455,14 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
     # hundreds. Hidden progress shows nothing, so its target is a State.
     quiet = dict(show_progress="hidden", show_progress_on=[layout.restore])
 
-    after_turn = with_options(handlers, handlers.after_turn, [("conversation", empty), ("restore", empty),
-                                                              ("composer", empty), ("session", empty),
-                                                              ("show_ids", empty)])
+    after_turn = with_options(handlers, handlers.turns.after_turn, [("conversation", empty), ("restore", empty),
+                                                                    ("composer", empty), ("session", empty),
+                                                                    ("show_ids", empty)])
+    settles = AfterTurn(composer=chat.composer, stop=chat.stop, tool_row=chat.tool_row, tool_answer=chat.tool_answer,
+                        reply_stats=inspector.reply_stats, raw_output=inspector.raw_output,
+                        parsed_output=inspector.parsed_output, probabilities=chat.probabilities)
     after = dict(fn=after_turn, inputs=[conversation, restore, chat.composer, session, inspector.show_ids, *options],
-                 outputs=[chat.composer, chat.stop, chat.tool_row, chat.tool_answer, inspector.reply_stats,
-                          inspector.raw_output, inspector.parsed_output, chat.probabilities, *inspector.layers,
-                          session],
-                 **quiet, **private)
+                 outputs=list(after_turn_outputs(settles, inspector.layers, session)), **quiet, **private)
     # Gradio forgets a State only if an event has returned it: its time to live counts from the
     # last return (an hour once the page is closed). The handlers change the session in place,
     # so the inspector's refresh (at the page's load, at each change of the draft or a setting)
@@ -454,11 +474,13 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
         return gr.update(interactive=True)  # Stop, as soon as a turn is asked for
 
     # 1. Send: check and show the message, stream the reply, then settle the composer.
-    respond = with_options(handlers, handlers.respond, [("message", empty), *turn])
+    respond = with_options(handlers, handlers.turns.respond, [("message", empty), *turn])
     # Queued, so that a refusal's toast reaches the browser (a queue=False handler cannot
     # show gr.Warning); decoding is CPU work, apart from the GPU's limit.
-    chat.composer.submit(handlers.stage, [chat.composer, conversation, session, chat.shows_messages],
-                         [chat.composer, chat.staged, chat.history, chat.live, chat.stop], concurrency_limit=4,
+    staged = StageOutputs(composer=chat.composer, staged=chat.staged, history=chat.history, live=chat.live,
+                          stop=chat.stop)
+    chat.composer.submit(handlers.turns.stage, [chat.composer, conversation, session, chat.shows_messages],
+                         list(staged), concurrency_limit=4,
                          concurrency_id="stage", js=SHOWS_MESSAGES_JS, **quiet, **private).then(
         respond, [chat.staged, conversation, session, *options], chat_outputs, api_name="chat",
         show_progress="minimal", **streamed, **gpu,
@@ -466,12 +488,12 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
 
     # 1b. Token probabilities are recorded only while their view is open (closed, they cost nothing).
     for event, shown in ((chat.probabilities_view.expand, True), (chat.probabilities_view.collapse, False)):
-        event(functools.partial(handlers.show_probabilities, shown), [conversation, session], chat.probabilities,
-              queue=False, **quiet, **private)
+        event(functools.partial(handlers.inspector.show_probabilities, shown), [conversation, session],
+              chat.probabilities, queue=False, **quiet, **private)
 
     # 1c. The same turn for scripts, the reply as data (no button: an API endpoint only).
     reply_trigger, reply_out = gr.Button(visible=False), gr.JSON(visible=False)
-    reply_trigger.click(with_options(handlers, handlers.reply, [("message", empty), *turn]),
+    reply_trigger.click(with_options(handlers, handlers.turns.reply, [("message", empty), *turn]),
                         [chat.staged, conversation, session, *options], [reply_out, conversation], api_name="reply",
                         **gpu)
 
@@ -486,22 +508,22 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
                                                      layout.options["enabled_tools"]], queue=False, **private)
 
     # 2. Stop: the running or queued turn stops (the reply it has so far stays).
-    chat.stop.click(handlers.stop, [session], None, queue=False, api_name="stop")
+    chat.stop.click(handlers.turns.stop, [session], None, queue=False, api_name="stop")
 
     # 3. Retry, undo and edit of the last message.
     chat.history.retry(running, None, chat.stop, queue=False, **private).then(
-        with_options(handlers, handlers.retry, turn), [conversation, session, *options], chat_outputs,
+        with_options(handlers, handlers.turns.retry, turn), [conversation, session, *options], chat_outputs,
         **private, **streamed, **gpu,
     ).then(**after)
-    chat.history.undo(handlers.undo, [conversation, session],
-                      [chat.history, chat.live, conversation, chat.composer], **quiet, **private).then(**after)
+    undone = UndoOutputs(history=chat.history, live=chat.live, conversation=conversation, composer=chat.composer)
+    chat.history.undo(handlers.turns.undo, [conversation, session], list(undone), **quiet, **private).then(**after)
     chat.history.edit(running, None, chat.stop, queue=False, **private)
-    chat.history.edit(with_options(handlers, handlers.edit, [("data", gr.EditData), *turn]),
+    chat.history.edit(with_options(handlers, handlers.turns.edit, [("data", gr.EditData), *turn]),
                       [conversation, session, *options], chat_outputs, **private, **streamed, **gpu).then(**after)
 
     # 4. Client tools: the user answers (or cancels) a call the model made.
-    answer = with_options(handlers, handlers.answer_tool, [("answer", empty), *turn])
-    cancel = with_options(handlers, handlers.cancel_tool, turn)
+    answer = with_options(handlers, handlers.turns.answer_tool, [("answer", empty), *turn])
+    cancel = with_options(handlers, handlers.turns.cancel_tool, turn)
     for trigger, handler, inputs, name in (
         (chat.tool_submit.click, answer, [chat.tool_answer, conversation, session, *options], "tool_result"),
         (chat.tool_answer.submit, answer, [chat.tool_answer, conversation, session, *options], None),
@@ -513,51 +535,57 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
         ).then(**after)
 
     # 5. New conversation, also from the Chatbot's own trash button: a reply still streaming stops.
-    reset_outputs = [chat.history, chat.live, conversation, restore, chat.composer, chat.stop, chat.tool_row,
-                     inspector.exported]
-    chat.new_chat.click(handlers.reset, [session], reset_outputs, api_name="new_conversation", queue=False,
+    reset_outputs = list(ResetOutputs(history=chat.history, live=chat.live, conversation=conversation, restore=restore,
+                                      composer=chat.composer, stop=chat.stop, tool_row=chat.tool_row,
+                                      exported=inspector.exported))
+    chat.new_chat.click(handlers.turns.reset, [session], reset_outputs, api_name="new_conversation", queue=False,
                         **quiet).then(**after)
-    chat.history.clear(handlers.reset, [session], reset_outputs, queue=False, **quiet, **private).then(**after)
+    chat.history.clear(handlers.turns.reset, [session], reset_outputs, queue=False, **quiet, **private).then(**after)
 
     # 6. The inspector follows the draft and the settings (always_last: a natural debounce).
-    refresh = with_options(handlers, handlers.refresh_inspector_and_keep_session,
+    refresh = with_options(handlers, handlers.inspector.refresh_and_keep_session,
                            [("value", empty), *turn, ("show_ids", empty)])
-    live = dict(fn=refresh, inputs=[chat.composer, conversation, session, inspector.show_ids, *options],
+    refresh_inspector = dict(fn=refresh, inputs=[chat.composer, conversation, session, inspector.show_ids, *options],
                 outputs=[*inspector.layers, session], **quiet, trigger_mode="always_last",
                 concurrency_limit=4, concurrency_id="inspector", **private)
     for name in ("system_prompt", "thinking", "image_budget", "enabled_tools"):
-        layout.options[name].change(**live)
+        layout.options[name].change(**refresh_inspector)
     for component in (chat.composer, inspector.show_ids):
-        component.change(**live)
-    demo.load(**live)
+        component.change(**refresh_inspector)
+    demo.load(**refresh_inspector)
     # A coloured layer that could not apply its patch asks for the whole inspector (tail_patched_html).
     for layer in (inspector.messages, inspector.template, inspector.expanded_colour):
-        layer.clear(handlers.resend_inspector, [session], None, queue=False, **private).then(**live)
+        layer.clear(handlers.inspector.resend, [session], None, queue=False, **private).then(**refresh_inspector)
     # A plain text is filled while its accordion is open (inspector_updates says why).
     for name, view in inspector.plain_text_views.items():
         box = getattr(inspector, name)
         for event, shown in ((view.expand, True), (view.collapse, False)):
-            event(functools.partial(handlers.show_plain_text, name, shown), [session], box, queue=False,
-                  **quiet, **private).then(**live)
+            event(functools.partial(handlers.inspector.show_plain_text, name, shown), [session], box, queue=False,
+                  **quiet, **private).then(**refresh_inspector)
     # A click on a message maps its media (the soft-token map shows that message's).
-    chat.history.select(handlers.pick_message, [conversation, session], None, queue=False, **private).then(**live)
+    chat.history.select(handlers.inspector.pick_message, [conversation, session], None, queue=False,
+                        **private).then(**refresh_inspector)
 
     # 7. Declared tools (this user only).
-    tools.declare.click(handlers.add_tool, [tools.schema_box, layout.options["enabled_tools"], session],
-                        [layout.options["enabled_tools"], tools.tool_docs, tools.schema_box, tools.remove_row,
-                         tools.remove_choice, tools.declare_notice], api_name="declare_tool")
-    tools.remove.click(handlers.remove_tool, [tools.remove_choice, layout.options["enabled_tools"], session],
-                       [layout.options["enabled_tools"], tools.tool_docs, tools.remove_row, tools.remove_choice,
-                        tools.declare_notice], api_name="remove_tool")
+    enabled = layout.options["enabled_tools"]
+    declared = DeclareToolOutputs(enabled=enabled, docs=tools.tool_docs, schema=tools.schema_box,
+                                  remove_row=tools.remove_row, remove_choice=tools.remove_choice,
+                                  notice=tools.declare_notice)
+    tools.declare.click(handlers.tools.add_tool, [tools.schema_box, enabled, session], list(declared),
+                        api_name="declare_tool")
+    removed = RemoveToolOutputs(enabled=enabled, docs=tools.tool_docs, remove_row=tools.remove_row,
+                                remove_choice=tools.remove_choice, notice=tools.declare_notice)
+    tools.remove.click(handlers.tools.remove_tool, [tools.remove_choice, enabled, session], list(removed),
+                       api_name="remove_tool")
 
     # 8. Take it with you: the conversation and the raw template as files; loading back.
-    export = with_options(handlers, handlers.export_files, [("conversation", empty), ("session", empty)])
+    export = with_options(handlers, handlers.files.export_files, [("conversation", empty), ("session", empty)])
     inspector.export.click(export, [conversation, session, *options], inspector.exported, api_name="export")
-    inspector.upload_chat.upload(
-        handlers.load_chat, [inspector.upload_chat, session],
-        [chat.history, chat.live, conversation, layout.options["system_prompt"], layout.options["thinking"],
-         layout.options["enabled_tools"], tools.tool_docs], show_progress_on=[chat.live], **private,
-    ).then(**after)
+    loaded = LoadOutputs(history=chat.history, live=chat.live, conversation=conversation,
+                         system_prompt=layout.options["system_prompt"], thinking=layout.options["thinking"],
+                         enabled=enabled, docs=tools.tool_docs)
+    inspector.upload_chat.upload(handlers.files.load_chat, [inspector.upload_chat, session], list(loaded),
+                                 show_progress_on=[chat.live], **private).then(**after)
 
 
 def build_ui(handlers: SharedChatHandlers) -> gr.Blocks:

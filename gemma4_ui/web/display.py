@@ -18,8 +18,8 @@ import gradio as gr
 
 from gemma4_ui.core.conversation import AssistantTurn, Conversation, ToolRound, UserTurn
 from gemma4_ui.core.events import ToolCall, ToolResult
-from gemma4_ui.core.live import Live
-from gemma4_ui.web.safe_markdown import code_block, literal, restore, safe_markdown
+from gemma4_ui.core.streaming import Live
+from gemma4_ui.web.safe_markdown import code_block, literal, safe_markdown, unescape_markdown
 
 THINKING_TITLE = "💭 Thinking"
 
@@ -120,7 +120,7 @@ def edited_text(shown: str, turn: UserTurn) -> str:
     notes = media_notes(turn)
     if notes and shown.rstrip().endswith(notes):
         shown = shown.rstrip()[: -len(notes)]
-    return restore(shown).strip()
+    return unescape_markdown(shown).strip()
 
 
 def _assistant(turn: AssistantTurn, t: int, live: Live | None) -> list[dict]:

@@ -14,11 +14,10 @@ import threading
 
 import gradio as gr
 
+from gemma4_ui.web.outputs import InspectorLayers
 from gemma4_ui.web.tail_patched_html import TailPatches
 
-# The inspector's components, in the order the refresh returns them (InspectorTab.layers).
-LAYERS = ("counts", "messages", "messages_text", "template", "template_text", "expanded", "note", "maps",
-          "expanded_colour")
+LAYERS = InspectorLayers._fields  # the inspector's components, by name
 PATCHED = frozenset({"messages", "template", "expanded_colour"})  # tail_patched_html views
 PLAIN_TEXT = frozenset({"messages_text", "template_text", "expanded"})  # each in a closed accordion at first
 
@@ -34,8 +33,8 @@ class InspectorShown:
         self._patches = TailPatches()
         self._open: set[str] = set()  # plain texts whose accordion is open
 
-    def updates(self, layers: tuple) -> tuple:
-        """What to send for the new `layers` (in LAYERS order): gr.skip() where the page has it."""
+    def updates(self, layers: InspectorLayers) -> InspectorLayers:
+        """What to send for the new `layers`: gr.skip() where the page has it."""
         out = []
         with self._lock:
             for name, value in zip(LAYERS, layers, strict=True):
@@ -49,7 +48,7 @@ class InspectorShown:
                 else:
                     self._shown[name] = (value, 0)
                     out.append(value)
-        return tuple(out)
+        return InspectorLayers(*out)
 
     def forget(self) -> None:
         """The page lost track (a patch it could not apply): the next refresh sends everything."""

@@ -175,7 +175,7 @@ def _escape_text(text: str) -> str:
     return _UNSAFE_SCHEME.sub(lambda m: m[1][0] + ZERO_WIDTH_SPACE + m[1][1:] + m[2], text)
 
 
-def restore(shown: str) -> str:
+def unescape_markdown(shown: str) -> str:
     """Undo `safe_markdown` for text the user edits in place (the editor shows what the chat
     shows): entities back to characters, the added marks removed."""
     def code(match: re.Match) -> str:

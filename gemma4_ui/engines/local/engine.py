@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 
 from gemma4_ui.config import ASSISTANT_OFF
-from gemma4_ui.core import family
+from gemma4_ui.core import model_family
 from gemma4_ui.core.events import EngineError, ReplyStats
 from gemma4_ui.core.parsing import ReplyParser
 from gemma4_ui.core.prompt import model_inputs, template_text
@@ -73,7 +73,7 @@ class LocalEngine(Engine):
 
     def _ready(self, processor, config, stop_ids: list[int]) -> "LocalEngine":
         self.processor = processor
-        self.modalities = family.modalities(config)
+        self.modalities = model_family.modalities(config)
         self._stop_ids = stop_ids
         # <|tool_response>: the model hands over to a tool.
         self._tool_stop = getattr(processor.tokenizer, "str_token_id", None)

@@ -1,0 +1,69 @@
+"""The handlers every user's events call, put together: one `SharedChatHandlers` serves every
+user and holds only what no request can change (the engine, the settings, the built-in tools).
+What a user's requests change lives in that user's `UserSession` and `Conversation` (Gradio
+keeps one of each per browser tab or API client). Every handler takes the conversation and
+returns a new one; the conversation is never rebuilt from what the Chatbot displays.
+"""
+
+from __future__ import annotations
+
+from gemma4_ui.config import BUNDLED_TRAINED, Settings
+from gemma4_ui.core.conversation import UserTurn
+from gemma4_ui.core.options import ChatOptions
+from gemma4_ui.engines.base import Engine
+from gemma4_ui.tools.registry import ToolRegistry, default_registry
+from gemma4_ui.web.handlers.common import Shared
+from gemma4_ui.web.handlers.files import FileHandlers
+from gemma4_ui.web.handlers.inspector import InspectorHandlers
+from gemma4_ui.web.handlers.tools import ToolHandlers
+from gemma4_ui.web.handlers.turns import ChatTurns
+from gemma4_ui.web.session import Draft, UserSession
+
+# The bundled model with random weights writes noise until the limit: offline, while the
+# bundle is untrained, a reply stops here unless the operator set a length.
+UNTRAINED_DEMO_MAX_NEW_TOKENS = 128
+# The trained bundle was trained and measured greedy; sampled at temperature 1, its four layers
+# miscount media and quote the wrong tool result. Greedy is its default unless the operator set one.
+TRAINED_DEMO_TEMPERATURE = 0.0
+
+
+class SharedChatHandlers:
+    """The handlers, by concern: `turns` (the chat), `inspector`, `tools` (declared by the
+    user), `files` (export and load)."""
+
+    def __init__(self, engine: Engine, settings: Settings, registry: ToolRegistry | None = None):
+        self.shared = Shared(engine, settings, registry or default_registry())
+        self.inspector = InspectorHandlers(self.shared)
+        self.turns = ChatTurns(self.shared, self.inspector)
+        self.tools = ToolHandlers()
+        self.files = FileHandlers(self.shared)
+
+    @property
+    def engine(self) -> Engine:
+        return self.shared.engine
+
+    @property
+    def settings(self) -> Settings:
+        return self.shared.settings
+
+    @property
+    def registry(self) -> ToolRegistry:
+        return self.shared.registry
+
+    def new_session(self) -> UserSession:
+        return UserSession(self.registry)
+
+    def user_turn(self, draft: Draft, session: UserSession) -> UserTurn:
+        return self.shared.user_turn(draft, session)
+
+    def default_options(self) -> ChatOptions:
+        """The settings' options; for the bundled demo model, a shorter reply while it is
+        untrained and greedy decoding once it is trained, unless the operator set them."""
+        options = ChatOptions.from_settings(self.settings)
+        status = getattr(self.engine, "status", None)
+        bundled = status is not None and status.is_bundled
+        if bundled and not BUNDLED_TRAINED and self.settings.max_new_tokens == Settings.max_new_tokens:
+            options.max_new_tokens = min(UNTRAINED_DEMO_MAX_NEW_TOKENS, options.max_new_tokens)
+        if bundled and BUNDLED_TRAINED and self.settings.temperature == Settings.temperature:
+            options.temperature = TRAINED_DEMO_TEMPERATURE
+        return options
