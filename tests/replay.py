@@ -12,10 +12,17 @@ import threading
 import time
 from collections.abc import Callable
 
-from gemma4_ui.core.events import ReplyStats
+from gemma4_ui.core.events import Done, ReplyStats
 from gemma4_ui.core.parsing import ReplyParser
 from gemma4_ui.core.prompt import model_inputs, template_text
 from gemma4_ui.engines.base import Engine, GenerationRequest, ModelStatus
+
+
+def parse_reply(tokenizer, output: str, prompt: str) -> Done:
+    """Parse a complete output in one go (the same rules as streaming)."""
+    parser = ReplyParser(tokenizer, prompt)
+    parser.feed(output)
+    return parser.finish()[1]
 
 
 class ReplayEngine(Engine):

@@ -139,7 +139,7 @@ def test_highlighted_template_equals_the_raw_text(processor, tmp_path):
     media = [make_image(tmp_path / "i.png", (64, 64))]
     _, _, spec = counts_for(processor, media, tools=["get_current_weather"], thinking=True)
     raw = template_text(processor, spec)
-    spans = inspector.highlight_spans(raw, processor.tokenizer.all_special_tokens)
+    spans = inspector.template_spans(processor, spec, raw)
     assert "".join(text for text, _ in spans) == raw
     kinds = {kind for _, kind in spans if kind}
     assert {"turn", "thinking", "tool", "string", "media"} <= kinds

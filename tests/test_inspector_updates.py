@@ -4,6 +4,8 @@ real tiny model and processor: the page's side of the patches is tested in Chrom
 
 from __future__ import annotations
 
+import re
+
 import gradio as gr
 import pytest
 
@@ -13,9 +15,16 @@ from gemma4_ui.core.options import ChatOptions
 from gemma4_ui.inspector.pieces import SEPARATOR
 from gemma4_ui.web.handlers.shared import SharedChatHandlers
 from gemma4_ui.web.inspector_updates import LAYERS, PATCHED, PLAIN_TEXT
-from gemma4_ui.web.tail_patched_html import view_of
+from gemma4_ui.web.tail_patched_html import HEADER_PATTERN
 
 OPTIONS = ChatOptions(max_new_tokens=8, temperature=0)
+
+
+def view_of(patch: str) -> tuple[int, int, int, list[str]]:
+    """(version, base, keep, pieces) of a patch, as the page reads it."""
+    head = re.match(HEADER_PATTERN, patch)
+    rest = patch[head.end():]
+    return int(head[2]), int(head[3]), int(head[4]), rest.split(SEPARATOR) if rest else []
 ANSWER = """Here is step {n}:
 
 ```python

@@ -17,7 +17,7 @@ from PIL import Image
 
 from gemma4_ui.config import MediaLimits
 from gemma4_ui.media import decoding as media
-from gemma4_ui.media.decoding import MediaError, detect_kind, load_files, load_media
+from gemma4_ui.media.decoding import MediaError, detect_kind, load_media
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "assets" / "examples"
@@ -27,6 +27,17 @@ RATE = media.AUDIO_SAMPLING_RATE
 
 # ---------------------------------------------------------------------------------------
 # Helpers that write real files
+
+
+def load_files(paths, limits: MediaLimits = MediaLimits()) -> list:
+    """Load every file of one message; the first bad file raises a MediaError naming it."""
+    paths = list(paths)
+    if len(paths) > limits.max_files_per_message:
+        raise MediaError(
+            f"{len(paths)} files attached; the limit is {limits.max_files_per_message} per message. "
+            "Please remove some and send again."
+        )
+    return [load_media(path, limits) for path in paths]
 
 
 def write_image(path: Path, **save_args) -> Path:

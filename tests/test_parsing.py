@@ -1,5 +1,5 @@
 """Parsing the model's output: `processor.parse_response` with the bundled tokenizer's
-response_template, and gemma4_ui.core.parsing (ReplyParser, parse_reply) on top of it.
+response_template, and gemma4_ui.core.parsing (ReplyParser) on top of it.
 
 Every case is parsed in one go, fed one character at a time, and fed in random chunk sizes;
 all three must agree, typed values must keep their types, and no control token (nor a piece
@@ -16,10 +16,11 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from replay import parse_reply  # noqa: E402
 from transformers import AutoProcessor  # noqa: E402
 
 from gemma4_ui.core.events import Done, TextDelta, ThinkingDelta, ToolCall, ToolCallStarted  # noqa: E402
-from gemma4_ui.core.parsing import GEMMA4_RESPONSE_TEMPLATE, ReplyParser, control_tokens_of, parse_reply  # noqa: E402
+from gemma4_ui.core.parsing import GEMMA4_RESPONSE_TEMPLATE, ReplyParser, control_tokens_of  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLE = ROOT / "assets" / "tiny-gemma4"

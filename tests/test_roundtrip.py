@@ -11,9 +11,10 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from replay import parse_reply  # noqa: E402
 from transformers import AutoProcessor  # noqa: E402
 
-from gemma4_ui.core.parsing import parse_reply  # noqa: E402
+from gemma4_ui.engines.openai import to_openai_messages  # noqa: E402
 
 BUNDLE = Path(__file__).resolve().parent.parent / "assets" / "tiny-gemma4"
 S = '<|"|>'
@@ -79,7 +80,10 @@ def test_openai_style_history(processor, render):
         f"<|tool_call>call:get_current_weather{{location:{S}Paris, FR{S},unit:{S}celsius{S}}}<tool_call|><|tool_response>"
     )
     done = parse_reply(processor.tokenizer, output, prompt)
-    calls = [call.to_openai() for call in done.tool_calls]
+    # As the remote engine sends them: JSON-string arguments, an id for each call.
+    [assistant] = to_openai_messages([{"role": "assistant", "tool_calls": [
+        {"id": call.id, "function": {"name": call.name, "arguments": call.arguments}} for call in done.tool_calls]}])
+    calls = assistant["tool_calls"]
     assert all(isinstance(call["function"]["arguments"], str) for call in calls)
     history = [TOKYO, {"role": "assistant", "content": None, "tool_calls": calls}]
     assert render(history, add_generation_prompt=True) == prompt + output

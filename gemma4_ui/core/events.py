@@ -35,15 +35,6 @@ class ToolCall:
     error: str | None = None
     id: str = ""
 
-    def to_openai(self) -> dict:
-        import json
-
-        return {
-            "id": self.id,
-            "type": "function",
-            "function": {"name": self.name, "arguments": json.dumps(self.arguments if self.arguments is not None else {})},
-        }
-
 
 @dataclass
 class ToolResult:

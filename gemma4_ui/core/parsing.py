@@ -276,9 +276,3 @@ def _read_value(text: str, i: int) -> tuple[Any, int]:
 def _render_raw(name: str, arguments: dict) -> str:
     return f"{name}({json.dumps(arguments, ensure_ascii=False)})"
 
-
-def parse_reply(tokenizer, output: str, prompt: str) -> Done:
-    """Parse a complete output in one go (same rules as streaming)."""
-    parser = ReplyParser(tokenizer, prompt)
-    parser.feed(output)
-    return parser.finish()[1]

@@ -15,6 +15,7 @@ import threading
 from dataclasses import dataclass
 
 from gemma4_ui.config import ASSISTANT_AUTO, ASSISTANT_OFF
+from gemma4_ui.engines.backports import backport_mtp_kv_sharing
 from gemma4_ui.engines.base import ModelLoadError, ModelStatus
 from gemma4_ui.engines.loading import ResolvedModel, explain_load_error, hub_reachable, is_cached, resolve_model
 
@@ -58,7 +59,6 @@ def load_drafter(resolved: ResolvedModel, target, explicit: bool):
     `explicit` False (the automatic choice) a failure is logged and None returned."""
     from transformers import AutoModelForCausalLM
 
-    from gemma4_ui.engines.backports import backport_mtp_kv_sharing
 
     backport_mtp_kv_sharing()
     name = resolved.status.requested

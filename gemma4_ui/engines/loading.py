@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from gemma4_ui.config import BUNDLED_MODEL, DEFAULT_MODEL
+from gemma4_ui.engines.backports import backport_mtp_kv_sharing
 from gemma4_ui.engines.base import ModelLoadError, ModelStatus
 
 if TYPE_CHECKING:
@@ -111,7 +112,6 @@ def load_model(resolved: ResolvedModel, device: str = "auto", dtype: str = "auto
     """Load the weights onto the device. transformers logs a progress bar while it reads them."""
     from transformers import AutoModelForMultimodalLM
 
-    from gemma4_ui.engines.backports import backport_mtp_kv_sharing
 
     backport_mtp_kv_sharing()  # before the model is built: it decides which layers keep their cache
     device, torch_dtype = pick_device(device, dtype)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from gemma4_ui.core import model_family
 from gemma4_ui.core.prompt import PromptSpec
+from gemma4_ui.inspector.pieces import joined
 from gemma4_ui.media.decoding import MediaItem
 
 # mm_token_type_ids values (processing_gemma4 / the protocol doc).
@@ -95,30 +96,16 @@ class TokenCounts:
         return sum(v.soft_tokens for v in self.videos)
 
 
-def _runs(types: list[int], kind: int) -> list[int]:
-    """Lengths of the consecutive runs of `kind` (one run per image, frame or clip)."""
-    runs, length = [], 0
-    for t in types:
-        if t == kind:
-            length += 1
-        elif length:
-            runs.append(length)
-            length = 0
-    if length:
-        runs.append(length)
-    return runs
-
-
-def _runs_at(types: list[int], kind: int) -> list[tuple[int, int]]:
-    """(start position, length) of each run of `kind`."""
-    runs, start = [], None
-    for position, t in enumerate([*types, None]):
+def spans_of(types: list[int], kind: int) -> list[tuple[int, int]]:
+    """(start, end) of each consecutive run of `kind` (one run per image, frame or clip)."""
+    spans, start = [], None
+    for index, t in enumerate([*types, None]):
         if t == kind and start is None:
-            start = position
+            start = index
         elif t != kind and start is not None:
-            runs.append((start, position - start))
+            spans.append((start, index))
             start = None
-    return runs
+    return spans
 
 
 @dataclass
@@ -136,22 +123,11 @@ class VideoSpan:
 _TIMESTAMP_BEFORE_FRAME = re.compile(r"(\d+:\d\d) ?$")
 
 
-def _spans_of(types: list[int], kind: int) -> list[tuple[int, int]]:
-    spans, start = [], None
-    for index, t in enumerate(types + [None]):
-        if t == kind and start is None:
-            start = index
-        elif t != kind and start is not None:
-            spans.append((start, index))
-            start = None
-    return spans
-
-
 def video_spans(tokenizer, ids: list[int], types: list[int], frames_per_video: list[int]) -> list[VideoSpan]:
     """Each video's span in `ids`, found from the processor's own output: the video soft-token
     runs (`mm_token_type_ids` 2) and the timestamp text written before each of them."""
     pieces = {i: tokenizer.decode([i], skip_special_tokens=False) for i in set(ids)}
-    frame_runs = _spans_of(types, VIDEO)
+    frame_runs = spans_of(types, VIDEO)
     spans: list[VideoSpan] = []
     for frames in frames_per_video:
         runs, frame_runs = frame_runs[:frames], frame_runs[frames:]
@@ -188,11 +164,13 @@ def count_tokens(processor, inputs, media: list[MediaItem], image_budget: int,
     counts = TokenCounts(total=len(ids), text=text, control=control, context_length=context_length)
 
     images = [m for m in media if m.kind == "image"]
-    for item, run in zip(images, _runs(types, IMAGE)):
+    for item, (start, end) in zip(images, spans_of(types, IMAGE)):
+        run = end - start
         width, height = item.data.size
         counts.images.append(ImageCount(item.name, run, (width, height), _resized(processor, width, height, image_budget)))
 
-    for item, (start, run) in zip([m for m in media if m.kind == "audio"], _runs_at(types, AUDIO)):
+    for item, (start, end) in zip([m for m in media if m.kind == "audio"], spans_of(types, AUDIO)):
+        run = end - start
         warning = "; ".join(filter(None, [item.warning, model_family.late_audio_warning(processor, start)])) or None
         counts.audio.append(AudioCount(item.name, run, item.describe().get("seconds", 0.0), warning))
 
@@ -368,8 +346,6 @@ def messages_html(text: str) -> str:
     changes only the last lines), coloured by pygments' JSON lexer."""
     from pygments.lexers.data import JsonLexer
 
-    from gemma4_ui.inspector.pieces import joined
-
     lines, line = [], []
     for kind, value in JsonLexer().get_tokens(text):
         css = _JSON_CLASSES.get(str(kind).removeprefix("Token."))
@@ -441,8 +417,6 @@ def template_spans(processor, spec: PromptSpec, raw: str) -> list[tuple[str, str
 def template_html(spans: list[tuple[str, str | None]]) -> str:
     """The raw template's spans as pieces for `tail_patched_html`: each control token in its
     kind's colour, the text between them plain."""
-    from gemma4_ui.inspector.pieces import joined
-
     return joined([f"<span class='tv'>{html.escape(text)}</span>" if kind is None else
                    f"<span class='tv tv-{kind}' title='{kind} token'>{html.escape(text)}</span>"
                    for text, kind in spans])
@@ -455,24 +429,6 @@ TEMPLATE_CSS = """
 .tv-legend { margin-bottom: 4px; } .tv-legend .tv { font-size: 0.8em; padding: 0 4px; }
 """ + "".join(f".tv-{kind} {{ background: {colour}40; border-radius: 3px; padding: 0 2px; }}\n"
                 for kind, colour in HIGHLIGHT_COLORS.items())
-
-
-def highlight_spans(text: str, control_tokens: list[str]) -> list[tuple[str, str | None]]:
-    """Split the raw template into (text, kind) pieces by control token text; joining the
-    pieces gives back the text exactly."""
-    if not control_tokens:
-        return [(text, None)]
-    pattern = re.compile("|".join(re.escape(t) for t in sorted(control_tokens, key=len, reverse=True)))
-    spans: list[tuple[str, str | None]] = []
-    position = 0
-    for match in pattern.finditer(text):
-        if match.start() > position:
-            spans.append((text[position:match.start()], None))
-        spans.append((match.group(0), _token_kind(match.group(0))))
-        position = match.end()
-    if position < len(text):
-        spans.append((text[position:], None))
-    return spans
 
 
 # -- layer 3: the expanded ids ---------------------------------------------------------------

@@ -16,7 +16,6 @@ import io
 import os
 import shutil
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -97,17 +96,6 @@ class MediaItem:
 
 # ---------------------------------------------------------------------------------------
 # Public API
-
-
-def load_files(paths: Iterable[str | Path], limits: MediaLimits = MediaLimits()) -> list[MediaItem]:
-    """Load every file of one message; the first bad file raises a MediaError naming it."""
-    paths = list(paths)
-    if len(paths) > limits.max_files_per_message:
-        raise MediaError(
-            f"{len(paths)} files attached; the limit is {limits.max_files_per_message} per message. "
-            "Please remove some and send again."
-        )
-    return [load_media(path, limits) for path in paths]
 
 
 def load_media(path: str | Path, limits: MediaLimits = MediaLimits()) -> MediaItem:
@@ -319,7 +307,7 @@ def _load_image(path: Path, limits: MediaLimits) -> MediaItem:
             opened.seek(0)  # animated GIF / WebP, multi-picture JPEG: the first picture
             opened.load()
             image = opened.copy()  # detached from the file, which closes here
-        # One full-size copy in all: each more costs a 12 MP photo ~10 ms.
+        # One full-size copy in all: each more costs a large photo a copy of all its pixels.
         ImageOps.exif_transpose(image, in_place=True)
         image = _to_rgb(image)
     except Image.DecompressionBombError:  # Pillow's own guard, past twice its MAX_IMAGE_PIXELS

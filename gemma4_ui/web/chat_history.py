@@ -14,8 +14,8 @@ class ChatHistory(gr.Chatbot):
     treats a skip as an update of the component's properties: it builds a new Chatbot from
     the old one's arguments and recomputes its config, whose API description pydantic
     generates afresh from the message model each time. That was the largest part of the
-    server's own work per streamed update (about 6 ms of 9, measured with py-spy), while the
-    description depends on the class alone."""
+    server's own work per streamed update (py-spy showed it), while the description depends
+    on the class alone."""
 
     is_template = True  # Gradio's page renders it as the Chatbot it is (the base class's name)
     _api_description: dict[str, Any] | None = None

@@ -1,6 +1,6 @@
 """What one page's inspector shows, so that a refresh sends it only what changed.
 
-A 40-message chat's inspector is ~370 KB of values (three coloured layers and their plain texts),
+A long chat's inspector is hundreds of KB of values (three coloured layers and their plain texts),
 and every value that reaches the page costs it work in proportion to its size (Gradio copies
 and serialises each several times), whatever little changed: a keystroke in a draft, or a
 refresh that lands while a reply streams. So a layer the page already shows is skipped, the

@@ -2,17 +2,17 @@
 change at the end: the inspector's layers while a draft is typed or a turn ends.
 
 gr.HTML replaces its content by walking the old and new DOM side by side, node by node: with
-the thousands of spans of a long chat's tokens that walk alone blocks the page for ~170 ms,
+the thousands of spans of a long chat's tokens that walk alone blocks the page noticeably,
 however little changed. Here the view is a list of pieces (each exactly one HTML element),
 the component's template holds only the frame, so Gradio's own walk has nothing to do, and a
 small script keeps the pieces the page shows that equal the new ones from the start, removes
 the rest and appends the new rest, a few milliseconds at a time.
 
 What travels is a patch, not the view (`TailPatches`): the number of pieces to keep from the
-view the page has, and the pieces after them. A 40-message chat's layers are ~280 KB, and
+view the page has, and the pieces after them. A long chat's layers are hundreds of KB, and
 Gradio's page copies and serialises every value it receives several times over (structured
 clones of its state, JSON of the props): re-sent whole at each keystroke of a draft, they
-made a 50-80 ms task, and one landing while a reply streamed made the reply stutter. Each
+made a long task, and one landing while a reply streamed made the reply stutter. Each
 patch names the view it applies to; a page that does not have it (events that ended out of
 order, a session that started again) asks for the whole view (the component's `clear` event).
 The pieces are made in Python from escaped text and numbers only (see the callers); the
@@ -22,7 +22,6 @@ script adds no markup of its own.
 from __future__ import annotations
 
 import html
-import re
 import secrets
 
 import gradio as gr
@@ -33,7 +32,7 @@ from gemma4_ui.inspector.pieces import SEPARATOR, joined
 # its time to live, starts a new one), version, base version (-1: none, the pieces are the
 # whole view) and pieces to keep.
 _HEADER = "<!--tph {series} {version} {base} {keep}-->"
-_HEADER_PATTERN = r"^<!--tph ([0-9a-f]+) (\d+) (-?\d+) (\d+)-->"
+HEADER_PATTERN = r"^<!--tph ([0-9a-f]+) (\d+) (-?\d+) (\d+)-->"
 
 _PATCH_JS = """
 const body = element.querySelector('.tph-body');
@@ -114,13 +113,6 @@ class TailPatches:
         return header + joined(new[keep:]), self.version
 
 
-def view_of(patch: str) -> tuple[int, int, int, list[str]]:
-    """(version, base, keep, pieces) of a patch, as the page reads it."""
-    head = re.match(_HEADER_PATTERN, patch)
-    rest = patch[head.end():]
-    return int(head[2]), int(head[3]), int(head[4]), rest.split(SEPARATOR) if rest else []
-
-
 def tail_patched_html(elem_id: str, label: str, head: str = "", body_class: str = "", empty: str = "") -> gr.HTML:
     """A gr.HTML in a block like Gradio's own: `label`, then `head` (fixed HTML, e.g. a
     legend), then the view its patches make. While the view is empty, the label and the text
@@ -129,7 +121,7 @@ def tail_patched_html(elem_id: str, label: str, head: str = "", body_class: str 
     placeholder = f"<div class='tph-empty'>{html.escape(empty)}</div>" if empty else ""
     frame = (f"<div class='tph-frame' hidden data-empty><span class='tph-label'>{html.escape(label)}</span>{head}"
              f"{placeholder}<div class='tph-body {body_class}'></div></div>")
-    script = _PATCH_JS % {"separator": SEPARATOR, "header": _HEADER_PATTERN, "key": elem_id}
+    script = _PATCH_JS % {"separator": SEPARATOR, "header": HEADER_PATTERN, "key": elem_id}
     return gr.HTML(elem_id=elem_id, html_template=frame, js_on_load=script)
 
 

@@ -3,9 +3,9 @@
 `generate` is a Python loop. For a small model on the CPU, and for any model on a GPU (where
 the CPU launches every kernel), it holds the interpreter lock most of the time. In the
 server's process it shares that lock with Gradio's event loop, the reply parser and every
-streamed update, and waits for them: the bundled model ran at 58-71 tokens/s inside the app
-against 66-83 on its own (2 cores, one intra-op thread each; py-spy showed the server's
-threads holding the lock ~11 % of the time).
+streamed update, and waits for them: the bundled model ran measurably slower inside the app
+than on its own (py-spy showed the server's threads holding the lock; `make bench` measures
+the difference).
 
 The worker is a spawned child, not a fork: forking a process whose OpenMP pool or CUDA is
 initialised is unsafe. It loads the model itself and runs the engine's own generation
@@ -28,6 +28,9 @@ import queue
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+
+from gemma4_ui.engines.base import ModelLoadError, import_path
+from gemma4_ui.engines.local import device
 
 log = logging.getLogger(__name__)
 
@@ -84,9 +87,6 @@ def _serve(spec: WorkerSpec, requests, replies) -> None:
     """The child's main: load, say ready, then serve requests until told to exit (or the
     parent is gone)."""
     import torch
-
-    from gemma4_ui.engines.base import ModelLoadError, import_path
-    from gemma4_ui.engines.local import device
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s generation process: %(message)s")
     torch.set_num_threads(spec.threads)
@@ -157,8 +157,6 @@ class GenerationProcess:
     def start(self) -> WorkerInfo:
         """Start the child and wait until its model is loaded. Raises ModelLoadError."""
         import torch.multiprocessing as mp
-
-        from gemma4_ui.engines.base import ModelLoadError
 
         context = mp.get_context("spawn")
         requests, replies = context.Queue(), context.Queue()

@@ -11,19 +11,18 @@
    every loading status it holds back to its component, and before each one read the
    component's whole state back into its tree (`$state.snapshot`, one structuredClone per
    value): every component that was ever an input or a progress target of a finished event,
-   so a streamed update cost more the more a session had used (~2 ms of its ~16 in a long
-   chat, a fifth of the page's main-thread time while a reply streams). Only the streaming
+   so a streamed update cost more the more a session had used (in a long chat, a large share
+   of the page's main-thread time while a reply streams). Only the streaming
    event's statuses change then, so only those are sent; the others still are at every other
    change of status (an event's start, end or error), as before.
 3. At those other changes, each status sent read its component's state back the same way,
-   every property cloned to keep three (`#m` in the core chunk): 5,770 clones in a short turn
-   of a 40-message chat, a third of the page's script in the 50-70 ms tasks at a turn's start
-   and end. Now only the three are read (1,793 clones).
+   every property cloned to keep three (`#m` in the core chunk): in a long chat, thousands of
+   clones in the long tasks at a turn's start and end. Now only the three are read.
 4. Svelte's `$state.snapshot` (its `clone`, in the page's main chunk), with which Gradio
    reads state back and gathers an event's inputs, passed every string, number, boolean and
    null it met to structuredClone, which serializes and rebuilds each one to give back the
-   same value: 8,700 calls (~17 ms) when a message was sent in a 120-message chat (the
-   history was then an input of the send), and twice as many per streamed update in a long
+   same value: thousands of calls when a message was sent in a long chat (the history was
+   then an input of the send), and twice as many per streamed update in a long
    chat as in an empty one. A value that is not an object is now given back as it is, as
    structuredClone would.
 
