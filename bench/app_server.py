@@ -109,8 +109,7 @@ def release_free_memory(*_signal) -> None:
 
 def serve(port: int, stats_file: Path) -> None:
     from gemma4_ui.config import parse_settings
-    from gemma4_ui.web import app as ui
-    from gemma4_ui.web import pacing
+    from gemma4_ui.web import layout, pacing
     from gemma4_ui.web.app import build_ui, enable_queue, page_options
     from gemma4_ui.web.handlers import turns as turn_handlers
     from gemma4_ui.web.handlers.shared import SharedChatHandlers
@@ -119,7 +118,7 @@ def serve(port: int, stats_file: Path) -> None:
     settings = parse_settings(["--model", "tiny", "--max-new-tokens-cap", "8192"])
     local = tiny_engine(separate_process=settings.generation_process)
     if os.environ.get(CHAT_RENDERING):  # the Chatbot as another version of the app sets it up
-        ui.CHAT_RENDERING = json.loads(os.environ[CHAT_RENDERING])
+        layout.CHAT_RENDERING = json.loads(os.environ[CHAT_RENDERING])
     if os.environ.get(UPDATES_PER_SECOND):  # read by the pacer at each update
         pacing.MAX_UPDATES_PER_SECOND = float(os.environ[UPDATES_PER_SECOND])
     if os.environ.get(ONE_CHATBOT):

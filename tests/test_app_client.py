@@ -105,9 +105,9 @@ def test_stop_ends_generation(app_server):
 def test_every_gallery_example_runs_offline(app_server):
     """A presenter clicks through the examples gallery: each one (its media, thinking and
     tools) gets a reply on the bundled model, none an error, each in a fresh conversation."""
-    from gemma4_ui.web.app import _examples
+    from gemma4_ui.web.examples import examples
 
-    rows, labels = _examples()
+    rows, labels = examples()
     assert len(rows) == len(labels) == 7
     for label, (message, thinking, tools) in zip(labels, rows):
         client = app_server.client()

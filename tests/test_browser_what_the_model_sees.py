@@ -9,7 +9,7 @@ from conftest import ARTIFACTS, ROOT, screenshot
 from test_browser import attach, image_tokens, no_horizontal_scroll, open_app
 
 from gemma4_ui.inspector.soft_token_map import image_grid
-from gemma4_ui.web.app import LAYER_EMPTY
+from gemma4_ui.web.layout import LAYER_EMPTY
 
 EXAMPLES = ROOT / "assets" / "examples"
 

@@ -200,9 +200,9 @@ def test_a_visitor_who_left_does_not_leave_their_session_behind(processor, brows
 def test_an_idle_page_starts_a_new_session_after_the_time_to_live(processor, page, monkeypatch):
     """An open page's session is forgotten once the time to live has passed since the page's
     load, its draft's last change or its last turn; the page then goes on with a new one."""
-    from gemma4_ui.web import app as ui
+    from gemma4_ui.web import layout
 
-    monkeypatch.setattr(ui, "SESSION_SECONDS", 3)
+    monkeypatch.setattr(layout, "SESSION_SECONDS", 3)
     server = start_app(ReplayEngine(processor, lambda prompt: "Noted.<turn|>"))
     try:
         open_app(page, server.url)
@@ -229,9 +229,9 @@ def test_a_page_whose_conversation_the_app_let_go_keeps_it_on_screen(processor, 
     """Past its time to live the app forgets a conversation the page still shows: a message
     sent then, a retry or an undo says so and leaves the chat and the draft as they are; a
     New conversation goes on."""
-    from gemma4_ui.web import app as ui
+    from gemma4_ui.web import layout
 
-    monkeypatch.setattr(ui, "SESSION_SECONDS", 3)
+    monkeypatch.setattr(layout, "SESSION_SECONDS", 3)
     server = start_app(ReplayEngine(processor, lambda prompt: "Noted.<turn|>"))
     history = page.locator("#chat-history")
     try:

@@ -8,7 +8,7 @@ from replay import ReplayEngine
 from gemma4_ui.config import BUNDLED_TRAINED, Settings
 from gemma4_ui.engines.base import ModelStatus
 from gemma4_ui.tools.registry import ToolRegistry, default_registry
-from gemma4_ui.web.app import EXAMPLE_SCHEMA
+from gemma4_ui.web.examples import EXAMPLE_SCHEMA
 from gemma4_ui.web.handlers.shared import TRAINED_DEMO_TEMPERATURE, UNTRAINED_DEMO_MAX_NEW_TOKENS, SharedChatHandlers
 from gemma4_ui.web.handlers.tools import tool_choices, tools_markdown
 

@@ -61,7 +61,7 @@ def without_waiting_call(conversation: Conversation) -> Conversation:
 
 def lost_conversation(more: str = "") -> tuple:
     """(history, live) for a request about a conversation the page shows but the app has let
-    go (Gradio forgets a conversation after its time to live, app.SESSION_SECONDS, and at a
+    go (Gradio forgets a conversation after its time to live, layout.SESSION_SECONDS, and at a
     restart): it says so, and leaves the page's messages as they are instead of replacing them
     with an empty chat."""
     gr.Warning(toast_text(LOST_CONVERSATION + more), duration=None)

@@ -64,7 +64,7 @@ class InspectorHandlers:
     def refresh_and_keep_session(self, value, conversation: Conversation, session: UserSession,
                                  show_ids: bool, options: ChatOptions) -> tuple:
         """refresh's components, then the session itself, so that its time to live counts from
-        now (app.wire)."""
+        now (wiring.wire)."""
         return (*self.refresh(value, conversation, session, show_ids, options), session)
 
     @staticmethod

@@ -276,7 +276,7 @@ class ChatTurns:
         client-tool box if a call waits, and bring the inspector and last-reply panels up to
         date. While another turn of this user is on its way (a message sent after a New
         conversation), the composer and Stop stay as that turn set them. The session comes
-        last, so that its time to live counts from this turn (app.wire)."""
+        last, so that its time to live counts from this turn (wiring.wire)."""
         waiting = gr.update(visible=pending_client_call(conversation) is not None)
         stats, raw, parsed = last_reply(conversation)
         layers = self.inspector.refresh(restore_value or composer_value, conversation, session, show_ids, options)

@@ -1,0 +1,294 @@
+"""The page's layout: builders that make each part of the page and return its components
+(ChatColumn, InspectorTab, ToolsTab, the settings), put together by `build_layout`. The
+wiring (wiring.py) connects them to the handlers.
+
+Building the layout loads no model and touches no GPU: the engine is passed in (loaded or not).
+Stable elem_ids for browser tests: chatbot (the chat's box; chat-history and chat-live, its
+two Chatbots), composer, stop, thinking, system-prompt,
+model-status, token-counts, template-messages, template-raw, template-expanded, new-chat,
+soft-token-map, template-expanded-colour, token-probabilities.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+import gradio as gr
+
+from gemma4_ui.config import IMAGE_BUDGETS, Settings
+from gemma4_ui.core.conversation import Conversation
+from gemma4_ui.core.options import USER_OPTIONS, ChatOptions
+from gemma4_ui.inspector.expanded_view import LEGEND as EXPANDED_LEGEND
+from gemma4_ui.inspector.layers import TEMPLATE_LEGEND
+from gemma4_ui.tools.registry import ToolRegistry
+from gemma4_ui.web.chat_history import ChatHistory
+from gemma4_ui.web.examples import EXAMPLE_SCHEMA, chat_examples, examples
+from gemma4_ui.web.handlers.shared import SharedChatHandlers
+from gemma4_ui.web.handlers.tools import tool_choices, tools_markdown
+from gemma4_ui.web.outputs import InspectorLayers
+from gemma4_ui.web.tail_patched_html import tail_patched_html
+
+LAYERS = {"Messages": "layer-messages", "Template": "layer-template", "Expanded": "layer-expanded"}
+# What layers 2 and 3 say before there is anything to send (layer 1 shows the empty request).
+LAYER_EMPTY = "Shows here once there is a message or a file to send."
+WIDE_SCREEN = "(min-width: 1800px)"  # a projector or a big monitor: the side column gets half the width
+_SHOWN_WHEN_PICKED = "".join(
+    f"#layers:has(#layer-choice input[value='{name}']:checked) #{elem_id} {{ display: flex; }}\n"
+    for name, elem_id in LAYERS.items())
+LAYERS_CSS = """
+#layer-choice { margin-bottom: var(--spacing-md); }
+#layer-choice .wrap { flex-wrap: nowrap; gap: var(--spacing-sm); }
+#layer-choice label { flex: 1 1 0; min-width: 0; justify-content: center; padding: var(--spacing-sm); }
+#protocol-layers > .column { display: none; }
+""" + _SHOWN_WHEN_PICKED + f"""
+@media {WIDE_SCREEN} {{
+  #layer-choice {{ display: none; }}
+  #protocol-layers > .column {{ display: flex !important; flex: 1 1 0; min-width: 0; }}
+  #side-column {{ flex-grow: 3 !important; }}
+}}
+"""
+# How the Chatbot renders messages. Gradio's Chatbot re-processes its messages on each
+# streamed update, so what a message costs is paid again and again late in a long chat:
+# no LaTeX scan (Gemma's replies are markdown and code; `$` in them is money, not maths).
+CHAT_RENDERING = dict(latex_delimiters=[])
+
+
+def _status_html(status) -> str:
+    """One line (the model, where it runs, how far to trust it); the whole status on a tap."""
+    return (f"<details><summary>{html.escape(status.headline())}</summary>"
+            f"<p>{html.escape(status.describe())}</p></details>")
+
+
+# How long Gradio keeps a user's conversation and session after their last turn (or, for the
+# session, the last change of the draft): an hour once the page is closed (wire says how).
+SESSION_SECONDS = 6 * 3600
+
+
+# -- layout: each builder makes its part of the page and returns its components ---------------
+
+@dataclass
+class ChatColumn:
+    history: gr.Chatbot  # the settled turns (the Chatbot's own buttons and events live here)
+    live: gr.Chatbot  # what the streaming turn adds, then a notice or nothing
+    composer: gr.MultimodalTextbox
+    staged: gr.MultimodalTextbox  # the draft on its way from `stage` to `respond`
+    shows_messages: gr.Checkbox  # whether the page shows a conversation, read at each send (SHOWS_MESSAGES_JS)
+    tool_row: gr.Row
+    tool_answer: gr.Textbox
+    tool_submit: gr.Button
+    tool_cancel: gr.Button
+    stop: gr.Button
+    new_chat: gr.Button
+    probabilities_view: gr.Accordion
+    probabilities: gr.HTML
+
+
+@dataclass
+class InspectorTab:
+    counts: gr.HTML
+    note: gr.Markdown
+    soft_tokens: gr.HTML
+    messages: gr.HTML
+    messages_text: gr.Textbox
+    template: gr.HTML
+    template_text: gr.Textbox
+    show_ids: gr.Checkbox
+    expanded: gr.Textbox
+    expanded_colour: gr.HTML
+    reply_stats: gr.JSON
+    raw_output: gr.Textbox
+    parsed_output: gr.JSON
+    export: gr.Button
+    exported: gr.File
+    upload_chat: gr.UploadButton
+    plain_text_views: dict[str, gr.Accordion]  # by layer name (InspectorLayers, inspector_updates.PLAIN_TEXT)
+
+    @property
+    def layers(self) -> InspectorLayers:
+        """The components the inspector's refresh updates."""
+        return InspectorLayers(counts=self.counts, messages=self.messages, messages_text=self.messages_text,
+                               template=self.template, template_text=self.template_text, expanded=self.expanded,
+                               note=self.note, maps=self.soft_tokens, expanded_colour=self.expanded_colour)
+
+
+@dataclass
+class ToolsTab:
+    tool_docs: gr.Markdown
+    schema_box: gr.Code
+    declare: gr.Button
+    declare_notice: gr.Markdown
+    remove_row: gr.Row
+    remove_choice: gr.Dropdown
+    remove: gr.Button
+
+
+@dataclass
+class Layout:
+    conversation: gr.State
+    session: gr.State
+    restore: gr.State  # a draft to give back to the composer when its turn failed
+    chat: ChatColumn
+    inspector: InspectorTab
+    tools: ToolsTab
+    options: dict[str, gr.components.Component]  # by ChatOptions field, in USER_OPTIONS order
+
+    @property
+    def option_inputs(self) -> list:
+        return [self.options[name] for name in USER_OPTIONS]
+
+
+def _chat_column() -> ChatColumn:
+    # One scrolling box holds both Chatbots (display.py says why there are two); it follows
+    # the newest message (CHAT_SCROLL_JS), theirs do not scroll.
+    with gr.Column(elem_id="chatbot"):
+        history = ChatHistory(
+            elem_id="chat-history", show_label=False, editable="user", buttons=["copy"], autoscroll=False,
+            placeholder="Ask something, attach an image, audio or video, or pick an example.",
+            group_consecutive_messages=False, examples=chat_examples(), **CHAT_RENDERING,
+        )
+        live = gr.Chatbot(elem_id="chat-live", show_label=False, buttons=["copy"], autoscroll=False,
+                          group_consecutive_messages=False, **CHAT_RENDERING)
+    composer = gr.MultimodalTextbox(
+        elem_id="composer", show_label=False, sources=["upload", "microphone"],
+        file_types=["image", "audio", "video"], file_count="multiple",
+        placeholder="Message Gemma 4",
+    )
+    staged = gr.MultimodalTextbox(visible=False, file_count="multiple")
+    shows_messages = gr.Checkbox(visible=False)
+    with gr.Row(visible=False) as tool_row:
+        tool_answer = gr.Textbox(label="Result for the tool call (JSON or text)", scale=4, elem_id="tool-answer")
+        tool_submit = gr.Button("Send result", variant="primary", scale=1, elem_id="tool-submit")
+        tool_cancel = gr.Button("Cancel call", scale=1, elem_id="tool-cancel")
+    with gr.Row(elem_id="actions"):
+        stop = gr.Button("⏹ Stop", elem_id="stop", variant="stop", size="sm", interactive=False)
+        new_chat = gr.Button("🆕 New conversation", elem_id="new-chat", size="sm")
+    with gr.Accordion("🎯 Token probabilities of the last reply", open=False,
+                      elem_id="token-probabilities-view") as probabilities_view:
+        probabilities = gr.HTML(elem_id="token-probabilities")
+    return ChatColumn(history=history, live=live, composer=composer, staged=staged, shows_messages=shows_messages,
+                      tool_row=tool_row, tool_answer=tool_answer, tool_submit=tool_submit, tool_cancel=tool_cancel,
+                      stop=stop, new_chat=new_chat, probabilities_view=probabilities_view, probabilities=probabilities)
+
+
+def _inspector_tab() -> InspectorTab:
+    counts = gr.HTML(elem_id="token-counts")
+    note = gr.Markdown(visible=False, elem_id="inspector-note")
+    with gr.Accordion("What the model sees: the soft tokens", open=True):
+        soft_tokens = gr.HTML(elem_id="soft-token-map")
+    # The three protocol layers: side by side on wide screens; on narrow ones one at a time,
+    # picked with the switch above them (CSS alone shows the picked one, see LAYERS_CSS), so
+    # all three stay rendered and current whichever is shown.
+    with gr.Column(elem_id="layers"):  # its :has() rule stays local to the layers (cheap to restyle)
+        gr.Radio(list(LAYERS), value=next(iter(LAYERS)), show_label=False, container=False, interactive=True,
+                 elem_id="layer-choice")
+        with gr.Row(elem_id="protocol-layers", equal_height=False):
+            with gr.Column(elem_id="layer-messages", min_width=0):
+                messages = tail_patched_html("template-messages", "Layer 1: data passed to apply_chat_template",
+                                             body_class="jv-lines")
+                with gr.Accordion("Plain text (copy)", open=False) as messages_text_view:
+                    messages_text = gr.Textbox(show_label=False, lines=14, max_lines=30, buttons=["copy"],
+                                               interactive=False, elem_id="template-messages-text")
+            with gr.Column(elem_id="layer-template", min_width=0):
+                template = tail_patched_html("template-raw", "Layer 2: apply_chat_template(tokenize=False)",
+                                             head=TEMPLATE_LEGEND, body_class="tv-tokens", empty=LAYER_EMPTY)
+                with gr.Accordion("Plain text (copy)", open=False) as template_text_view:
+                    template_text = gr.Textbox(show_label=False, lines=14, max_lines=30, buttons=["copy"],
+                                               interactive=False, elem_id="template-text")
+            with gr.Column(elem_id="layer-expanded", min_width=0):
+                expanded_colour = tail_patched_html("template-expanded-colour", "Layer 3: processor(...) input_ids",
+                                                    head=EXPANDED_LEGEND, body_class="xv-tokens", empty=LAYER_EMPTY)
+                with gr.Accordion("Plain text (copy)", open=False) as expanded_text_view:
+                    show_ids = gr.Checkbox(label="Show token ids", value=False)
+                    expanded = gr.Textbox(
+                        elem_id="template-expanded", lines=14, max_lines=30, buttons=["copy"],
+                        label="Layer 3: the processor's input_ids, soft-token runs collapsed",
+                    )
+    with gr.Tabs(elem_id="reply-and-files"):
+        with gr.Tab("Last reply"):
+            reply_stats = gr.JSON(label="Reply stats", elem_id="reply-stats")
+            raw_output = gr.Textbox(label="Raw output (special tokens kept)", lines=6, elem_id="raw-output",
+                                    buttons=["copy"])
+            parsed_output = gr.JSON(label="Parsed", elem_id="parsed-output")
+        with gr.Tab("Save / load"):
+            export = gr.Button("⬇ Export conversation and template", size="sm", elem_id="export")
+            exported = gr.File(label="Files", file_count="multiple", interactive=False, elem_id="exported")
+            # A button, not gr.File: once a file is uploaded, gr.File makes the page wait a frame
+            # each time it reads its value, which Gradio does at every streamed update of a reply.
+            upload_chat = gr.UploadButton("⬆ Load a conversation (JSON)", file_types=[".json"], size="sm",
+                                          elem_id="upload-chat")
+    return InspectorTab(counts=counts, note=note, soft_tokens=soft_tokens, messages=messages,
+                        messages_text=messages_text, template=template, template_text=template_text, show_ids=show_ids,
+                        expanded=expanded, expanded_colour=expanded_colour, reply_stats=reply_stats,
+                        raw_output=raw_output, parsed_output=parsed_output, export=export, exported=exported,
+                        upload_chat=upload_chat,
+                        plain_text_views={"messages_text": messages_text_view, "template_text": template_text_view,
+                                          "expanded": expanded_text_view})
+
+
+def _settings_tab(defaults: ChatOptions, settings: Settings) -> dict:
+    return {
+        "system_prompt": gr.Textbox(label="System prompt", value=defaults.system_prompt, lines=3,
+                                    elem_id="system-prompt"),
+        "thinking": gr.Checkbox(label="Thinking (enable_thinking)", value=defaults.thinking, elem_id="thinking"),
+        "max_new_tokens": gr.Slider(1, settings.max_new_tokens_cap, value=defaults.max_new_tokens, step=1,
+                                    label="Max new tokens", elem_id="max-new-tokens"),
+        "temperature": gr.Slider(0.0, 2.0, value=defaults.temperature, step=0.05, label="Temperature (0 = greedy)",
+                                 elem_id="temperature"),
+        "top_p": gr.Slider(0.05, 1.0, value=defaults.top_p, step=0.05, label="Top-p"),
+        "top_k": gr.Slider(1, 256, value=defaults.top_k, step=1, label="Top-k"),
+        "image_budget": gr.Radio(list(IMAGE_BUDGETS), value=defaults.image_budget, label="Image token budget",
+                                 elem_id="image-budget"),
+    }
+
+
+def _tools_tab(defaults: ChatOptions, registry: ToolRegistry) -> tuple[ToolsTab, dict]:
+    options = {
+        "enabled_tools": gr.CheckboxGroup(tool_choices(registry), value=list(defaults.enabled_tools),
+                                          label="Enabled tools", elem_id="enabled-tools"),
+        "max_tool_rounds": gr.Slider(1, 10, value=defaults.max_tool_rounds, step=1,
+                                     label="Tool rounds per reply (limit)"),
+    }
+    tool_docs = gr.Markdown(tools_markdown(registry), elem_id="tool-docs")
+    schema_box = gr.Code(language="json", label="Declare a tool (JSON schema)", lines=8, elem_id="declare-schema",
+                         interactive=True)
+    gr.Examples([[EXAMPLE_SCHEMA]], inputs=[schema_box], label="Example schema",
+                example_labels=["📦 lookup_order: you type the order's status"])
+    declare = gr.Button("Add tool", size="sm", elem_id="declare-tool")
+    declare_notice = gr.Markdown(elem_id="declare-notice")
+    with gr.Row(visible=False, elem_id="remove-tool-row") as remove_row:
+        remove_choice = gr.Dropdown([], label="Declared tool", scale=3, elem_id="remove-tool-name")
+        remove = gr.Button("Remove tool", size="sm", scale=1, elem_id="remove-tool")
+    return ToolsTab(tool_docs=tool_docs, schema_box=schema_box, declare=declare, declare_notice=declare_notice,
+                    remove_row=remove_row, remove_choice=remove_choice, remove=remove), options
+
+
+def build_layout(handlers: SharedChatHandlers) -> Layout:
+    """The page: title and model status, the chat, and the inspector / settings / tools tabs."""
+    defaults = handlers.default_options()
+    conversation = gr.State(Conversation(), time_to_live=SESSION_SECONDS)
+    session = gr.State(handlers.new_session(), time_to_live=SESSION_SECONDS)
+    restore = gr.State(None)
+
+    with gr.Row(equal_height=False, elem_id="header"):
+        gr.Markdown("## 💎 Gemma 4 UI", elem_id="title")
+        gr.HTML(_status_html(handlers.engine.status), elem_id="model-status", padding=False)
+
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=3, min_width=320, elem_id="chat-column"):
+            chat = _chat_column()
+        with gr.Column(scale=2, min_width=320, elem_id="side-column"):
+            with gr.Tabs():
+                with gr.Tab("Inspector", id="inspector"):
+                    inspector = _inspector_tab()
+                with gr.Tab("Settings", id="settings"):
+                    options = _settings_tab(defaults, handlers.settings)
+                with gr.Tab("Tools", id="tools"):
+                    tools, tool_options = _tools_tab(defaults, handlers.registry)
+                    options.update(tool_options)
+            example_rows, example_labels = examples()
+            gr.Examples(example_rows, inputs=[chat.composer, options["thinking"], options["enabled_tools"]],
+                        label="Examples", example_labels=example_labels, examples_per_page=len(example_rows),
+                        elem_id="examples")
+    return Layout(conversation=conversation, session=session, restore=restore, chat=chat, inspector=inspector,
+                  tools=tools, options=options)

@@ -1,0 +1,221 @@
+"""The wiring: every event of the page, connected to its handler, in one place (`wire`). Each
+handler's outputs are the NamedTuple of outputs.py that it returns, filled here with the
+components; `with_options` gives a handler the chat options as one `ChatOptions`.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import gradio as gr
+
+from gemma4_ui.core.options import USER_OPTIONS, ChatOptions
+from gemma4_ui.web.examples import examples
+from gemma4_ui.web.handlers.shared import SharedChatHandlers
+from gemma4_ui.web.layout import Layout
+from gemma4_ui.web.outputs import (
+    AfterTurn,
+    DeclareToolOutputs,
+    LoadOutputs,
+    RemoveToolOutputs,
+    ResetOutputs,
+    StageOutputs,
+    TurnOutputs,
+    UndoOutputs,
+    after_turn_outputs,
+)
+
+# A send asks whether the page shows a conversation (if the app has let it go, the draft
+# stays: ChatTurns.stage). The page answers it from its own messages: with the history as the
+# send's input, every message snapshotted, uploaded and validated the whole chat.
+SHOWS_MESSAGES_JS = """(draft, conversation, session) =>
+  [draft, conversation, session, document.querySelector('#chat-history .message-row') !== null]"""
+
+
+def with_options(handlers: SharedChatHandlers, method: Callable, leading: list[tuple[str, Any]]) -> Callable:
+    """`method(*leading, options, request=...)` as a Gradio handler taking the leading inputs
+    and then one input per chat option. Its signature names every parameter (the API shows
+    them by name: `/chat` takes `message`, `system_prompt`, `thinking`, ...), and the option
+    values become one `ChatOptions` here, checked against the settings."""
+    count = len(leading)
+    takes_request = "request" in inspect.signature(method).parameters
+
+    def split(args: tuple):
+        values, request = args[:-1], args[-1]  # Gradio passes the request last (see the signature)
+        options = ChatOptions.from_inputs(handlers.settings, **dict(zip(USER_OPTIONS, values[count:])))
+        return values[:count], options, request
+
+    if inspect.isgeneratorfunction(method):
+        def handler(*args):
+            leading_values, options, request = split(args)
+            yield from method(*leading_values, options, **({"request": request} if takes_request else {}))
+    else:
+        def handler(*args):
+            leading_values, options, request = split(args)
+            return method(*leading_values, options, **({"request": request} if takes_request else {}))
+
+    positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    parameters = [inspect.Parameter(name, positional, annotation=kind) for name, kind in leading]
+    parameters += [inspect.Parameter(name, positional) for name in USER_OPTIONS]
+    parameters.append(inspect.Parameter("request", positional, default=None, annotation=gr.Request))
+    handler.__signature__ = inspect.Signature(parameters)
+    handler.__annotations__ = {name: kind for name, kind in leading if kind is not inspect.Parameter.empty}
+    handler.__annotations__["request"] = gr.Request
+    handler.__name__ = handler.__qualname__ = method.__name__
+    handler.__doc__ = method.__doc__
+    return handler
+
+
+def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
+    """Connect the components to the handlers: every event, in one place."""
+    chat, inspector, tools = layout.chat, layout.inspector, layout.tools
+    conversation, session, restore = layout.conversation, layout.session, layout.restore
+    options = layout.option_inputs
+    empty = inspect.Parameter.empty
+    turn = [("conversation", empty), ("session", empty)]
+    chat_outputs = list(TurnOutputs(history=chat.history, live=chat.live, conversation=conversation, restore=restore))
+    gpu = dict(concurrency_limit=handlers.settings.gpu_concurrency, concurrency_id="gpu")
+    private = dict(api_visibility="private")
+    streamed = dict(show_progress_on=[chat.live])  # the history does not change while a turn streams
+    # Every event names small components as its progress targets. Gradio's page keeps a
+    # loading status for each component any event has had as a target (its outputs, unless
+    # show_progress_on says otherwise), and at every streamed update it copies the whole
+    # state of each of them: with the chat history and the inspector's layers among them, a
+    # long chat made each update of the reply cost tens of ms more, and the first ones
+    # hundreds. Hidden progress shows nothing, so its target is a State.
+    quiet = dict(show_progress="hidden", show_progress_on=[layout.restore])
+
+    after_turn = with_options(handlers, handlers.turns.after_turn, [("conversation", empty), ("restore", empty),
+                                                                    ("composer", empty), ("session", empty),
+                                                                    ("show_ids", empty)])
+    settles = AfterTurn(composer=chat.composer, stop=chat.stop, tool_row=chat.tool_row, tool_answer=chat.tool_answer,
+                        reply_stats=inspector.reply_stats, raw_output=inspector.raw_output,
+                        parsed_output=inspector.parsed_output, probabilities=chat.probabilities)
+    after = dict(fn=after_turn, inputs=[conversation, restore, chat.composer, session, inspector.show_ids, *options],
+                 outputs=list(after_turn_outputs(settles, inspector.layers, session)), **quiet, **private)
+    # Gradio forgets a State only if an event has returned it: its time to live counts from the
+    # last return (an hour once the page is closed). The handlers change the session in place,
+    # so the inspector's refresh (at the page's load, at each change of the draft or a setting)
+    # and every turn's end return it too; else a visitor's session (their unsent uploads,
+    # decoded, and the inspector as last shown) stayed until 10,000 later visitors had pushed
+    # it out of Gradio's store.
+
+    def running():
+        return gr.update(interactive=True)  # Stop, as soon as a turn is asked for
+
+    # 1. Send: check and show the message, stream the reply, then settle the composer.
+    respond = with_options(handlers, handlers.turns.respond, [("message", empty), *turn])
+    # Queued, so that a refusal's toast reaches the browser (a queue=False handler cannot
+    # show gr.Warning); decoding is CPU work, apart from the GPU's limit.
+    staged = StageOutputs(composer=chat.composer, staged=chat.staged, history=chat.history, live=chat.live,
+                          stop=chat.stop)
+    chat.composer.submit(handlers.turns.stage, [chat.composer, conversation, session, chat.shows_messages],
+                         list(staged), concurrency_limit=4,
+                         concurrency_id="stage", js=SHOWS_MESSAGES_JS, **quiet, **private).then(
+        respond, [chat.staged, conversation, session, *options], chat_outputs, api_name="chat",
+        show_progress="minimal", **streamed, **gpu,
+    ).then(**after)
+
+    # 1b. Token probabilities are recorded only while their view is open (closed, they cost nothing).
+    for event, shown in ((chat.probabilities_view.expand, True), (chat.probabilities_view.collapse, False)):
+        event(functools.partial(handlers.inspector.show_probabilities, shown), [conversation, session],
+              chat.probabilities, queue=False, **quiet, **private)
+
+    # 1c. The same turn for scripts, the reply as data (no button: an API endpoint only).
+    reply_trigger, reply_out = gr.Button(visible=False), gr.JSON(visible=False)
+    reply_trigger.click(with_options(handlers, handlers.turns.reply, [("message", empty), *turn]),
+                        [chat.staged, conversation, session, *options], [reply_out, conversation], api_name="reply",
+                        **gpu)
+
+    # 1d. An example in the empty chat fills the composer and the example's settings.
+    example_rows, _ = examples()
+
+    def pick_example(evt: gr.SelectData):
+        message, thinking, tools_on = example_rows[evt.index]
+        return {"text": message["text"], "files": list(message["files"])}, thinking, tools_on
+
+    chat.history.example_select(pick_example, None, [chat.composer, layout.options["thinking"],
+                                                     layout.options["enabled_tools"]], queue=False, **private)
+
+    # 2. Stop: the running or queued turn stops (the reply it has so far stays).
+    chat.stop.click(handlers.turns.stop, [session], None, queue=False, api_name="stop")
+
+    # 3. Retry, undo and edit of the last message.
+    chat.history.retry(running, None, chat.stop, queue=False, **private).then(
+        with_options(handlers, handlers.turns.retry, turn), [conversation, session, *options], chat_outputs,
+        **private, **streamed, **gpu,
+    ).then(**after)
+    undone = UndoOutputs(history=chat.history, live=chat.live, conversation=conversation, composer=chat.composer)
+    chat.history.undo(handlers.turns.undo, [conversation, session], list(undone), **quiet, **private).then(**after)
+    chat.history.edit(running, None, chat.stop, queue=False, **private)
+    chat.history.edit(with_options(handlers, handlers.turns.edit, [("data", gr.EditData), *turn]),
+                      [conversation, session, *options], chat_outputs, **private, **streamed, **gpu).then(**after)
+
+    # 4. Client tools: the user answers (or cancels) a call the model made.
+    answer = with_options(handlers, handlers.turns.answer_tool, [("answer", empty), *turn])
+    cancel = with_options(handlers, handlers.turns.cancel_tool, turn)
+    for trigger, handler, inputs, name in (
+        (chat.tool_submit.click, answer, [chat.tool_answer, conversation, session, *options], "tool_result"),
+        (chat.tool_answer.submit, answer, [chat.tool_answer, conversation, session, *options], None),
+        (chat.tool_cancel.click, cancel, [conversation, session, *options], "cancel_tool"),
+    ):
+        trigger(running, None, chat.stop, queue=False, **private).then(
+            handler, inputs, chat_outputs, api_name=name, api_visibility="public" if name else "private",
+            **streamed, **gpu,
+        ).then(**after)
+
+    # 5. New conversation, also from the Chatbot's own trash button: a reply still streaming stops.
+    reset_outputs = list(ResetOutputs(history=chat.history, live=chat.live, conversation=conversation, restore=restore,
+                                      composer=chat.composer, stop=chat.stop, tool_row=chat.tool_row,
+                                      exported=inspector.exported))
+    chat.new_chat.click(handlers.turns.reset, [session], reset_outputs, api_name="new_conversation", queue=False,
+                        **quiet).then(**after)
+    chat.history.clear(handlers.turns.reset, [session], reset_outputs, queue=False, **quiet, **private).then(**after)
+
+    # 6. The inspector follows the draft and the settings (always_last: a natural debounce).
+    refresh = with_options(handlers, handlers.inspector.refresh_and_keep_session,
+                           [("value", empty), *turn, ("show_ids", empty)])
+    refresh_inspector = dict(fn=refresh, inputs=[chat.composer, conversation, session, inspector.show_ids, *options],
+                outputs=[*inspector.layers, session], **quiet, trigger_mode="always_last",
+                concurrency_limit=4, concurrency_id="inspector", **private)
+    for name in ("system_prompt", "thinking", "image_budget", "enabled_tools"):
+        layout.options[name].change(**refresh_inspector)
+    for component in (chat.composer, inspector.show_ids):
+        component.change(**refresh_inspector)
+    demo.load(**refresh_inspector)
+    # A coloured layer that could not apply its patch asks for the whole inspector (tail_patched_html).
+    for layer in (inspector.messages, inspector.template, inspector.expanded_colour):
+        layer.clear(handlers.inspector.resend, [session], None, queue=False, **private).then(**refresh_inspector)
+    # A plain text is filled while its accordion is open (inspector_updates says why).
+    for name, view in inspector.plain_text_views.items():
+        box = getattr(inspector, name)
+        for event, shown in ((view.expand, True), (view.collapse, False)):
+            event(functools.partial(handlers.inspector.show_plain_text, name, shown), [session], box, queue=False,
+                  **quiet, **private).then(**refresh_inspector)
+    # A click on a message maps its media (the soft-token map shows that message's).
+    chat.history.select(handlers.inspector.pick_message, [conversation, session], None, queue=False,
+                        **private).then(**refresh_inspector)
+
+    # 7. Declared tools (this user only).
+    enabled = layout.options["enabled_tools"]
+    declared = DeclareToolOutputs(enabled=enabled, docs=tools.tool_docs, schema=tools.schema_box,
+                                  remove_row=tools.remove_row, remove_choice=tools.remove_choice,
+                                  notice=tools.declare_notice)
+    tools.declare.click(handlers.tools.add_tool, [tools.schema_box, enabled, session], list(declared),
+                        api_name="declare_tool")
+    removed = RemoveToolOutputs(enabled=enabled, docs=tools.tool_docs, remove_row=tools.remove_row,
+                                remove_choice=tools.remove_choice, notice=tools.declare_notice)
+    tools.remove.click(handlers.tools.remove_tool, [tools.remove_choice, enabled, session], list(removed),
+                       api_name="remove_tool")
+
+    # 8. Take it with you: the conversation and the raw template as files; loading back.
+    export = with_options(handlers, handlers.files.export_files, [("conversation", empty), ("session", empty)])
+    inspector.export.click(export, [conversation, session, *options], inspector.exported, api_name="export")
+    loaded = LoadOutputs(history=chat.history, live=chat.live, conversation=conversation,
+                         system_prompt=layout.options["system_prompt"], thinking=layout.options["thinking"],
+                         enabled=enabled, docs=tools.tool_docs)
+    inspector.upload_chat.upload(handlers.files.load_chat, [inspector.upload_chat, session], list(loaded),
+                                 show_progress_on=[chat.live], **private).then(**after)
