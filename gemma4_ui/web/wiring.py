@@ -84,8 +84,8 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
     # loading status for each component any event has had as a target (its outputs, unless
     # show_progress_on says otherwise), and at every streamed update it copies the whole
     # state of each of them: with the chat history and the inspector's layers among them, a
-    # long chat made each update of the reply cost tens of ms more, and the first ones
-    # hundreds. Hidden progress shows nothing, so its target is a State.
+    # long chat made each update of the reply cost much more, and the first ones most.
+    # Hidden progress shows nothing, so its target is a State.
     quiet = dict(show_progress="hidden", show_progress_on=[layout.restore])
 
     after_turn = with_options(handlers, handlers.turns.after_turn, [("conversation", empty), ("restore", empty),
@@ -113,8 +113,8 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
     staged = StageOutputs(composer=chat.composer, staged=chat.staged, history=chat.history, live=chat.live,
                           stop=chat.stop)
     chat.composer.submit(handlers.turns.stage, [chat.composer, conversation, session, chat.shows_messages],
-                         list(staged), concurrency_limit=4,
-                         concurrency_id="stage", js=SHOWS_MESSAGES_JS, **quiet, **private).then(
+                         list(staged), concurrency_limit=4, concurrency_id="stage", js=SHOWS_MESSAGES_JS, **quiet,
+                         **private).then(
         respond, [chat.staged, conversation, session, *options], chat_outputs, api_name="chat",
         show_progress="minimal", **streamed, **gpu,
     ).then(**after)
@@ -179,8 +179,8 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
     refresh = with_options(handlers, handlers.inspector.refresh_and_keep_session,
                            [("value", empty), *turn, ("show_ids", empty)])
     refresh_inspector = dict(fn=refresh, inputs=[chat.composer, conversation, session, inspector.show_ids, *options],
-                outputs=[*inspector.layers, session], **quiet, trigger_mode="always_last",
-                concurrency_limit=4, concurrency_id="inspector", **private)
+                             outputs=[*inspector.layers, session], **quiet, trigger_mode="always_last",
+                             concurrency_limit=4, concurrency_id="inspector", **private)
     for name in ("system_prompt", "thinking", "image_budget", "enabled_tools"):
         layout.options[name].change(**refresh_inspector)
     for component in (chat.composer, inspector.show_ids):
