@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
@@ -69,9 +70,26 @@ def with_options(handlers: SharedChatHandlers, method: Callable, leading: list[t
     return handler
 
 
+@dataclass(frozen=True)
+class _Wiring:
+    """What the events of every concern share: the handlers, the layout, the chat options'
+    inputs, and the settings each kind of event takes."""
+
+    demo: gr.Blocks
+    handlers: SharedChatHandlers
+    layout: Layout
+    turn: list  # the leading parameters of a turn's handler: the conversation and the session
+    chat_outputs: list  # TurnOutputs' components
+    gpu: dict  # a generating event: at most gpu_concurrency at once
+    private: dict  # not an API endpoint
+    streamed: dict  # a streamed turn shows its progress on the live part only
+    quiet: dict  # no progress shown (see wire)
+    after: dict  # what settles once a turn has ended
+
+
 def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
-    """Connect the components to the handlers: every event, in one place."""
-    chat, inspector, tools = layout.chat, layout.inspector, layout.tools
+    """Connect the components to the handlers: every event, by concern."""
+    chat, inspector = layout.chat, layout.inspector
     conversation, session, restore = layout.conversation, layout.session, layout.restore
     options = layout.option_inputs
     empty = inspect.Parameter.empty
@@ -102,9 +120,24 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
     # and every turn's end return it too; else a visitor's session (their unsent uploads,
     # decoded, and the inspector as last shown) stayed until 10,000 later visitors had pushed
     # it out of Gradio's store.
+    w = _Wiring(demo, handlers, layout, turn, chat_outputs, gpu, private, streamed, quiet, after)
+    _wire_turns(w)
+    _wire_inspector(w)
+    _wire_tools(w)
+    _wire_files(w)
 
-    def running():
-        return gr.update(interactive=True)  # Stop, as soon as a turn is asked for
+
+def running():
+    return gr.update(interactive=True)  # Stop, as soon as a turn is asked for
+
+
+def _wire_turns(w: _Wiring) -> None:
+    """The chat's turns: send, stop, retry, undo, edit, a client tool's answer, new conversation."""
+    handlers, layout, chat, inspector = w.handlers, w.layout, w.layout.chat, w.layout.inspector
+    conversation, session, restore, options = layout.conversation, layout.session, layout.restore, layout.option_inputs
+    turn, chat_outputs, gpu, private, streamed, quiet, after = (w.turn, w.chat_outputs, w.gpu, w.private, w.streamed,
+                                                                w.quiet, w.after)
+    empty = inspect.Parameter.empty
 
     # 1. Send: check and show the message, stream the reply, then settle the composer.
     respond = with_options(handlers, handlers.turns.respond, [("message", empty), *turn])
@@ -118,11 +151,6 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
         respond, [chat.staged, conversation, session, *options], chat_outputs, api_name="chat",
         show_progress="minimal", **streamed, **gpu,
     ).then(**after)
-
-    # 1b. Token probabilities are recorded only while their view is open (closed, they cost nothing).
-    for event, shown in ((chat.probabilities_view.expand, True), (chat.probabilities_view.collapse, False)):
-        event(functools.partial(handlers.inspector.show_probabilities, shown), [conversation, session],
-              chat.probabilities, queue=False, **quiet, **private)
 
     # 1c. The same turn for scripts, the reply as data (no button: an API endpoint only).
     reply_trigger, reply_out = gr.Button(visible=False), gr.JSON(visible=False)
@@ -175,7 +203,21 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
                         **quiet).then(**after)
     chat.history.clear(handlers.turns.reset, [session], reset_outputs, queue=False, **quiet, **private).then(**after)
 
-    # 6. The inspector follows the draft and the settings (always_last: a natural debounce).
+
+def _wire_inspector(w: _Wiring) -> None:
+    """The inspector follows the draft and the settings; the token probabilities are recorded
+    while their view is open."""
+    handlers, layout, chat, inspector = w.handlers, w.layout, w.layout.chat, w.layout.inspector
+    conversation, session, options = layout.conversation, layout.session, layout.option_inputs
+    demo, turn, private, quiet = w.demo, w.turn, w.private, w.quiet
+    empty = inspect.Parameter.empty
+
+    # Token probabilities are recorded only while their view is open (closed, they cost nothing).
+    for event, shown in ((chat.probabilities_view.expand, True), (chat.probabilities_view.collapse, False)):
+        event(functools.partial(handlers.inspector.show_probabilities, shown), [conversation, session],
+              chat.probabilities, queue=False, **quiet, **private)
+
+    # The inspector follows the draft and the settings (always_last: a natural debounce).
     refresh = with_options(handlers, handlers.inspector.refresh_and_keep_session,
                            [("value", empty), *turn, ("show_ids", empty)])
     refresh_inspector = dict(fn=refresh, inputs=[chat.composer, conversation, session, inspector.show_ids, *options],
@@ -199,7 +241,10 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
     chat.history.select(handlers.inspector.pick_message, [conversation, session], None, queue=False,
                         **private).then(**refresh_inspector)
 
-    # 7. Declared tools (this user only).
+
+def _wire_tools(w: _Wiring) -> None:
+    """Tools the user declares (for this user only)."""
+    handlers, layout, tools, session = w.handlers, w.layout, w.layout.tools, w.layout.session
     enabled = layout.options["enabled_tools"]
     declared = DeclareToolOutputs(enabled=enabled, docs=tools.tool_docs, schema=tools.schema_box,
                                   remove_row=tools.remove_row, remove_choice=tools.remove_choice,
@@ -211,7 +256,13 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
     tools.remove.click(handlers.tools.remove_tool, [tools.remove_choice, enabled, session], list(removed),
                        api_name="remove_tool")
 
-    # 8. Take it with you: the conversation and the raw template as files; loading back.
+
+def _wire_files(w: _Wiring) -> None:
+    """Take it with you: the conversation and the raw template as files; loading back."""
+    handlers, layout, chat, inspector, tools = w.handlers, w.layout, w.layout.chat, w.layout.inspector, w.layout.tools
+    conversation, session, options = layout.conversation, layout.session, layout.option_inputs
+    empty, private, after = inspect.Parameter.empty, w.private, w.after
+    enabled = layout.options["enabled_tools"]
     export = with_options(handlers, handlers.files.export_files, [("conversation", empty), ("session", empty)])
     inspector.export.click(export, [conversation, session, *options], inspector.exported, api_name="export")
     loaded = LoadOutputs(history=chat.history, live=chat.live, conversation=conversation,
