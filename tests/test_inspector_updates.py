@@ -59,7 +59,7 @@ def refresh(handlers, session, conversation, draft: str) -> dict:
 def full_view(handlers, session, conversation, draft: str) -> dict:
     view = handlers.inspector.inspect({"text": draft, "files": []}, conversation, session, False, OPTIONS)
     return {"messages": view.messages, "template": view.template, "expanded_colour": view.expanded_colour,
-            "messages_text": view.messages_raw, "template_text": view.template_raw, "expanded": view.expanded}
+            "messages_text": view.messages_text, "template_text": view.template_text, "expanded": view.expanded}
 
 
 def skipped(value) -> bool:

@@ -30,9 +30,9 @@ EMPTY_INSPECTOR = ("<p class='inspector-empty'>Type a message or attach a file: 
 @dataclass
 class InspectorView:
     counts: str  # HTML
-    messages_raw: str  # JSON
+    messages_text: str  # JSON
     template: str  # pieces for tail_patched_html
-    template_raw: str
+    template_text: str
     expanded: str
     warning: str = ""
     maps: str = ""  # HTML: the soft-token pictures
@@ -41,7 +41,7 @@ class InspectorView:
     @property
     def messages(self) -> str:
         """Layer 1 as pieces for tail_patched_html."""
-        return inspector.messages_html(self.messages_raw) if self.messages_raw else ""
+        return inspector.messages_html(self.messages_text) if self.messages_text else ""
 
 
 class InspectorHandlers:
@@ -56,8 +56,8 @@ class InspectorHandlers:
         view = self.inspect(value, conversation, session, show_ids, options)
         note = (gr.update(value=literal(f"⚠️ {view.warning}"), visible=True) if view.warning
                 else gr.update(visible=False))
-        layers = InspectorLayers(counts=view.counts, messages=view.messages, messages_text=view.messages_raw,
-                                 template=view.template, template_text=view.template_raw, expanded=view.expanded,
+        layers = InspectorLayers(counts=view.counts, messages=view.messages, messages_text=view.messages_text,
+                                 template=view.template, template_text=view.template_text, expanded=view.expanded,
                                  note=note, maps=view.maps, expanded_colour=view.expanded_colour)
         return session.inspector.updates(layers)
 
@@ -115,9 +115,9 @@ class InspectorHandlers:
         counts = inspector.count_tokens(processor, inputs, media, options.image_budget, engine.context_length)
         return InspectorView(
             counts=inspector.counts_html(counts),
-            messages_raw=inspector.messages_layer(spec, media),
+            messages_text=inspector.messages_layer(spec, media),
             template=inspector.template_html(inspector.template_spans(processor, spec, raw)),
-            template_raw=raw,
+            template_text=raw,
             expanded=inspector.expanded_layer(processor, inputs, show_ids),
             warning=warning,
             maps=_maps(processor, preview, media, counts, options, session, draft),
