@@ -7,6 +7,8 @@ returns a new one; the conversation is never rebuilt from what the Chatbot displ
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gemma4_ui.config import BUNDLED_TRAINED, Settings
 from gemma4_ui.core.conversation import UserTurn
 from gemma4_ui.core.options import ChatOptions
@@ -32,7 +34,7 @@ class SharedChatHandlers:
     user), `files` (export and load)."""
 
     def __init__(self, engine: Engine, settings: Settings, registry: ToolRegistry | None = None):
-        self.shared = Shared(engine, settings, registry or default_registry())
+        self.shared = Shared(engine, with_demo_defaults(settings, engine), registry or default_registry())
         self.inspector = InspectorHandlers(self.shared)
         self.turns = ChatTurns(self.shared, self.inspector)
         self.tools = ToolHandlers()
@@ -57,13 +59,18 @@ class SharedChatHandlers:
         return self.shared.user_turn(draft, session)
 
     def default_options(self) -> ChatOptions:
-        """The settings' options; for the bundled demo model, a shorter reply while it is
-        untrained and greedy decoding once it is trained, unless the operator set them."""
-        options = ChatOptions.from_settings(self.settings)
-        status = getattr(self.engine, "status", None)
-        bundled = status is not None and status.is_bundled
-        if bundled and not BUNDLED_TRAINED and self.settings.max_new_tokens == Settings.max_new_tokens:
-            options.max_new_tokens = min(UNTRAINED_DEMO_MAX_NEW_TOKENS, options.max_new_tokens)
-        if bundled and BUNDLED_TRAINED and self.settings.temperature == Settings.temperature:
-            options.temperature = TRAINED_DEMO_TEMPERATURE
-        return options
+        """The options a new session starts with: the settings' (core.options)."""
+        return ChatOptions.from_settings(self.settings)
+
+
+def with_demo_defaults(settings: Settings, engine: Engine) -> Settings:
+    """The settings, with the bundled demo model's own defaults where the operator left the
+    general ones: a shorter reply while it is untrained, greedy decoding once it is trained."""
+    status = getattr(engine, "status", None)
+    if status is None or not status.is_bundled:
+        return settings
+    if not BUNDLED_TRAINED and settings.max_new_tokens == Settings.max_new_tokens:
+        return replace(settings, max_new_tokens=min(UNTRAINED_DEMO_MAX_NEW_TOKENS, settings.max_new_tokens))
+    if BUNDLED_TRAINED and settings.temperature == Settings.temperature:
+        return replace(settings, temperature=TRAINED_DEMO_TEMPERATURE)
+    return settings
