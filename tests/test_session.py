@@ -131,6 +131,23 @@ def test_a_bad_conversation_file_changes_nothing(session, tmp_path):
     assert all(isinstance(o, dict) and o.get("__type__") == "update" and len(o) == 1 for o in outputs)
 
 
+def test_a_loaded_tool_with_a_regular_expression_is_refused(session, tmp_path):
+    """A conversation file's declared tools are declared like typed ones: one whose schema
+    holds a pattern is refused with a message naming the keyword; the rest of the file loads."""
+    from gemma4_ui import transcript
+
+    bad = {"type": "function", "function": {"name": "lookup", "parameters": {
+        "type": "object", "properties": {"q": {"type": "string", "pattern": "^(a+)+$"}}}}}
+    conversation = Conversation([UserTurn("Hi", [])])
+    path = tmp_path / "chat.json"
+    path.write_text(transcript.dumps(conversation, OPTIONS, [bad]), encoding="utf-8")
+    user = session.new_session()
+    with pytest.warns(UserWarning, match=r"skipped: parameters\.properties\.q\.pattern: regular expressions"):
+        outputs = session.load_chat(str(path), user)
+    assert user.declared == [] and user.tools().get("lookup") is None
+    assert outputs[2].turns[0].text == "Hi"
+
+
 def test_no_event_shows_its_progress_on_the_history_or_the_inspector(session):
     """Gradio's page copies the whole state of every component an event has had as a progress
     target, at each streamed update: the large ones (the chat's history, the inspector's
