@@ -36,7 +36,7 @@ from .events import ToolCall
 from .inspector import SingleFlight, counting_processor
 from .inspector_updates import InspectorShown
 from .loading import BUNDLED_TRAINED
-from .media import MediaError, MediaItem, MediaLimits
+from .media import MediaError, MediaItem, MediaLimits, check_conversation_media
 from .media_files import load_upload
 from .options import ChatOptions
 from .prompt import build_spec, model_inputs, template_text
@@ -295,6 +295,7 @@ class SharedChatHandlers:
             return gr.update(), None, *forgotten(" Your message stays in the box."), gr.update()
         try:
             turn = self.user_turn(draft, session)
+            check_conversation_media(conversation.media(), turn.media, self.settings.limits)
         except MediaError as err:
             # Both stay until the user acts: the toast until closed, the notice until the
             # next message; the draft stays in the composer.
@@ -341,6 +342,7 @@ class SharedChatHandlers:
             return
         try:
             turn = self.user_turn(draft, session)
+            check_conversation_media(conversation.media(), turn.media, self.settings.limits)
         except MediaError as err:
             yield *settle(conversation, notice=str(err)), conversation, draft.as_value()
             return

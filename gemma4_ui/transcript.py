@@ -18,7 +18,7 @@ from typing import Any
 
 from .conversation import AssistantTurn, Conversation, ToolRound, UserTurn, to_gemma_messages
 from .events import ReplyStats, ToolCall, ToolResult
-from .media import MediaError, MediaLimits
+from .media import MediaError, MediaLimits, check_conversation_media
 from .media_files import load_bytes
 from .options import USER_OPTIONS, ChatOptions
 
@@ -182,6 +182,19 @@ def _load_round(entry: Any, where: str) -> ToolRound:
                      thinking_seconds=_seconds(entry, "thinking_seconds", where))
 
 
+def _check_media_counts(turns_raw: list, limits: MediaLimits) -> None:
+    """The limits on files a composer message and a conversation take, before any is decoded."""
+    total = 0
+    for i, entry in enumerate(turns_raw):
+        media_raw = entry.get("media", []) if isinstance(entry, dict) and entry.get("role") == "user" else []
+        count = len(media_raw) if isinstance(media_raw, list) else 0
+        _require(count <= limits.max_files_per_message,
+                 f"turns[{i}] has {count} files; a message holds at most {limits.max_files_per_message}")
+        total += count
+    _require(total <= limits.max_files_per_conversation,
+             f"the conversation has {total} files; a conversation holds at most {limits.max_files_per_conversation}")
+
+
 @dataclass
 class Loaded:
     conversation: Conversation
@@ -200,6 +213,7 @@ def load(text: str, limits: MediaLimits) -> Loaded:
     _require(document.get("version") == VERSION, f"unsupported version {document.get('version')!r}")
     turns_raw = document.get("turns")
     _require(isinstance(turns_raw, list), "turns must be a list")
+    _check_media_counts(turns_raw, limits)
     conversation = Conversation()
     for i, entry in enumerate(turns_raw):
         where = f"turns[{i}]"
@@ -208,7 +222,13 @@ def load(text: str, limits: MediaLimits) -> Loaded:
         if role == "user":
             media_raw = entry.get("media", [])
             _require(isinstance(media_raw, list), f"{where}.media must be a list")
-            media = [_load_media(m, f"{where}.media[{j}]", limits) for j, m in enumerate(media_raw)]
+            media = []
+            for j, m in enumerate(media_raw):
+                media.append(_load_media(m, f"{where}.media[{j}]", limits))
+                try:  # as each is decoded: a file over the limit stops the load at once
+                    check_conversation_media(conversation.media(), media, limits)
+                except MediaError as err:
+                    raise TranscriptError(f"{where}.media[{j}]: {err}") from None
             conversation.turns.append(UserTurn(_string(entry, "text", where), media))
         elif role == "assistant":
             _require(i > 0 and isinstance(conversation.turns[-1], UserTurn),

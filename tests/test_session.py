@@ -113,6 +113,20 @@ def test_editing_an_earlier_text_when_the_last_message_is_media_only_is_refused(
     assert same is conv and conv.turns[2].text == "" and conv.turns[0].text == "First"
 
 
+def test_an_upload_past_the_conversations_media_limit_is_refused(tiny_engine):
+    from conftest import ROOT
+    from gemma4_ui.media import MediaLimits
+
+    handlers = SharedChatHandlers(tiny_engine, Settings(model="tiny", limits=MediaLimits(max_files_per_conversation=1)))
+    image = str(ROOT / "assets" / "examples" / "shapes.png")
+    user = handlers.new_session()
+    _, conv, restore = send(handlers, Conversation(), "One", [image], user)
+    assert restore is None and len(conv.media()) == 1
+    chat, same, restore = send(handlers, conv, "Two", [image], user)
+    assert restore is not None and same.turns == conv.turns, "the draft comes back; the conversation is unchanged"
+    assert "A conversation holds at most 1 files" in str(chat)
+
+
 def test_a_refused_schema_changes_nothing(session):
     user = session.new_session()
     assert session.add_tool('{"name": "ok_tool", "parameters": {"type": "object"}}', [], user)[-1].startswith("✅")

@@ -50,6 +50,31 @@ def test_round_trip_keeps_turns_calls_and_media():
     assert comparable(loaded) == comparable(original)
 
 
+def _with_media(entries_per_turn: list[list[dict]]) -> str:
+    turns = [{"role": "user", "text": "", "media": entries} for entries in entries_per_turn]
+    return json.dumps({"format": transcript.FORMAT, "version": transcript.VERSION, "turns": turns})
+
+
+def test_media_counts_are_limited_before_anything_is_decoded():
+    """The limits a composer message has, and one per conversation: checked first, so these
+    (undecodable) entries are never read."""
+    junk = {"name": "x.png", "data": "not a data URL"}
+    with pytest.raises(transcript.TranscriptError, match=r"turns\[0\] has 9 files; a message holds at most 8"):
+        transcript.load(_with_media([[junk] * 9]), MediaLimits())
+    with pytest.raises(transcript.TranscriptError, match="the conversation has 40 files; a conversation holds at most 32"):
+        transcript.load(_with_media([[junk] * 8] * 5), MediaLimits())
+
+
+def test_loaded_media_are_held_to_the_decoded_limits():
+    text = transcript.dumps(sample_conversation(), OPTIONS)  # a 640×480 image: 0.9 MB decoded
+    with pytest.raises(transcript.TranscriptError, match=r"turns\[0\].media\[0\]: 'shapes.png' is 640×480 pixels"):
+        transcript.load(text, MediaLimits(max_image_pixels=100_000))
+    with pytest.raises(transcript.TranscriptError, match=r"turns\[0\].media\[0\]: .* at most 0.5 MB once decoded"):
+        transcript.load(text, MediaLimits(max_conversation_media_mb=0.5))
+    with pytest.raises(transcript.TranscriptError, match="the conversation has 2 files; a conversation holds at most 1"):
+        transcript.load(text, MediaLimits(max_files_per_conversation=1))
+
+
 def test_the_file_shows_the_gemma_messages_without_bytes():
     document = json.loads(transcript.dumps(sample_conversation(), OPTIONS))
     assert document["format"] == transcript.FORMAT
