@@ -15,7 +15,6 @@ import html
 import json
 import math
 import os
-import tempfile
 import threading
 import time
 import weakref
@@ -204,6 +203,7 @@ class UserSession:
         self.declared: list[dict] = []  # schemas, in the order declared
         self.turns = TurnControl()
         self.uploads = DecodedUploads()
+        self.exports = transcript.ExportFolder()  # the files of this user's last export
         self._tools: ToolRegistry | None = None
         # The conversation a turn on its way generates from (queued, or streaming): what the
         # inspector shows meanwhile, since the session's conversation is only updated as the
@@ -661,7 +661,7 @@ class SharedChatHandlers:
         """The /export endpoint: the conversation (media embedded) and its raw template (what
         apply_chat_template makes of it with these settings; empty where the processor is not
         available), as files."""
-        folder = Path(tempfile.mkdtemp(prefix="gemma4_export_"))
+        folder = session.exports.path()
         chat_path, template_path = folder / "gemma4_conversation.json", folder / "gemma4_prompt.txt"
         chat_path.write_text(transcript.dumps(conversation, options, session.declared), encoding="utf-8")
         spec = build_spec(conversation, options, session.tools(), self.engine.audio_first)

@@ -12,6 +12,9 @@ import base64
 import json
 import math
 import mimetypes
+import shutil
+import tempfile
+import weakref
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,6 +97,22 @@ def _describe_media(value: Any) -> Any:
     if isinstance(value, list):
         return [_describe_media(v) for v in value]
     return value
+
+
+class ExportFolder:
+    """Where one session's exports are written: one folder, made at the first export, whose
+    files each export overwrites (Gradio serves its own copy of them), and which is deleted
+    when the session is (Gradio lets it go when the visitor leaves or it expires). So a
+    visitor who exports many times leaves one export on disk, and none once gone."""
+
+    def __init__(self) -> None:
+        self._path: Path | None = None
+
+    def path(self) -> Path:
+        if self._path is None or not self._path.is_dir():
+            self._path = Path(tempfile.mkdtemp(prefix="gemma4_export_"))
+            weakref.finalize(self, shutil.rmtree, str(self._path), ignore_errors=True)
+        return self._path
 
 
 # -- import -----------------------------------------------------------------------------------

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import gc
+from pathlib import Path
+
 import gradio as gr
 import pytest
 
+from gemma4_ui import transcript
 from gemma4_ui.config import Settings
 from gemma4_ui.conversation import AssistantTurn, Conversation, UserTurn
+from gemma4_ui.media import MediaLimits
 from gemma4_ui.options import ChatOptions
 from gemma4_ui.session import Draft, SharedChatHandlers
 
@@ -115,7 +120,6 @@ def test_editing_an_earlier_text_when_the_last_message_is_media_only_is_refused(
 
 def test_an_upload_past_the_conversations_media_limit_is_refused(tiny_engine):
     from conftest import ROOT
-    from gemma4_ui.media import MediaLimits
 
     handlers = SharedChatHandlers(tiny_engine, Settings(model="tiny", limits=MediaLimits(max_files_per_conversation=1)))
     image = str(ROOT / "assets" / "examples" / "shapes.png")
@@ -125,6 +129,24 @@ def test_an_upload_past_the_conversations_media_limit_is_refused(tiny_engine):
     chat, same, restore = send(handlers, conv, "Two", [image], user)
     assert restore is not None and same.turns == conv.turns, "the draft comes back; the conversation is unchanged"
     assert "A conversation holds at most 1 files" in str(chat)
+
+
+def test_exports_leave_one_copy_per_session_and_none_after_it(session):
+    user, other = session.new_session(), session.new_session()
+    conversation = Conversation([UserTurn("Hi", [])])
+    folders = set()
+    for text in ("one", "two", "three", "four"):
+        conversation.turns[0].text = text
+        paths = [Path(p) for p in session.export_files(conversation, user, OPTIONS)]
+        folders |= {p.parent for p in paths}
+    (folder,) = folders
+    assert sorted(p.name for p in folder.iterdir()) == ["gemma4_conversation.json", "gemma4_prompt.txt"]
+    assert '"text": "four"' in (folder / "gemma4_conversation.json").read_text(encoding="utf-8")
+    (theirs,) = {Path(p).parent for p in session.export_files(conversation, other, OPTIONS)}
+    assert theirs != folder, "each session has its own"
+    del user
+    gc.collect()
+    assert not folder.exists() and theirs.exists(), "a session's exports go with it"
 
 
 def test_a_refused_schema_changes_nothing(session):
@@ -148,8 +170,6 @@ def test_a_bad_conversation_file_changes_nothing(session, tmp_path):
 def test_a_loaded_tool_with_a_regular_expression_is_refused(session, tmp_path):
     """A conversation file's declared tools are declared like typed ones: one whose schema
     holds a pattern is refused with a message naming the keyword; the rest of the file loads."""
-    from gemma4_ui import transcript
-
     bad = {"type": "function", "function": {"name": "lookup", "parameters": {
         "type": "object", "properties": {"q": {"type": "string", "pattern": "^(a+)+$"}}}}}
     conversation = Conversation([UserTurn("Hi", [])])
