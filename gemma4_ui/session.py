@@ -37,7 +37,7 @@ from .inspector_updates import InspectorShown
 from .loading import BUNDLED_TRAINED
 from .media import MediaError, MediaItem, MediaLimits, check_conversation_media
 from .media_files import load_upload
-from .options import ChatOptions
+from .options import USER_OPTIONS, ChatOptions
 from .prompt import build_spec, model_inputs, template_text
 from .reply_data import reply_data
 from .safe_markdown import code_block, literal, toast_text
@@ -673,9 +673,9 @@ class SharedChatHandlers:
     def load_chat(self, file, session: UserSession):
         """Load a saved conversation with its settings and declared tools. A file that cannot
         be loaded is a warning; the chat and the settings keep what they had.
-        Returns (chat history, live chat, conversation, system prompt, thinking, enabled tools,
-        tools docs)."""
-        unchanged = (gr.skip(),) * 7
+        Returns (chat history, live chat, conversation, each chat option in USER_OPTIONS order
+        (one the file does not hold is left as it is), tools docs)."""
+        unchanged = (gr.skip(),) * (4 + len(USER_OPTIONS))
         if file is None:
             return unchanged
         try:
@@ -694,8 +694,9 @@ class SharedChatHandlers:
         tools = session.tools()
         enabled = [name for name in options.enabled_tools if tools.get(name)]
         gr.Info("Conversation loaded.", duration=3)  # a toast restyles the page every frame it is up
-        return (*settled(loaded.conversation), loaded.conversation, options.system_prompt, options.thinking,
-                gr.update(choices=tool_choices(tools), value=enabled), tools_markdown(tools))
+        shown = {name: getattr(options, name) if name in loaded.settings else gr.skip() for name in USER_OPTIONS}
+        shown["enabled_tools"] = gr.update(choices=tool_choices(tools), value=enabled)
+        return (*settled(loaded.conversation), loaded.conversation, *shown.values(), tools_markdown(tools))
 
     # -- queries for the layout ------------------------------------------------------------------
 

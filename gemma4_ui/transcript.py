@@ -169,11 +169,17 @@ def _load_stats(entry: Any, where: str) -> ReplyStats | None:
         _require(isinstance(value, int) and not isinstance(value, bool) and value >= 0,
                  f"{where}.stats.{key} must be a whole number")
         counts[key] = value
+    for key in ("drafted_tokens", "accepted_tokens"):  # None: the reply was not drafted
+        value = entry.get(key)
+        _require(value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0),
+                 f"{where}.stats.{key} must be a whole number or null")
+        counts[key] = value
     stop_reason = entry.get("stop_reason") or ""
     _require(isinstance(stop_reason, str), f"{where}.stats.stop_reason must be a string")
     return ReplyStats(counts["prompt_tokens"], counts["generated_tokens"],
                       _seconds(entry, "time_to_first_token", f"{where}.stats"),
-                      _seconds(entry, "duration", f"{where}.stats") or 0.0, stop_reason)
+                      _seconds(entry, "duration", f"{where}.stats") or 0.0, stop_reason,
+                      counts["drafted_tokens"], counts["accepted_tokens"])
 
 
 def _load_round(entry: Any, where: str) -> ToolRound:

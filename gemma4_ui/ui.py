@@ -761,8 +761,7 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
     inspector.export.click(export, [conversation, session, *options], inspector.exported, api_name="export")
     inspector.upload_chat.upload(
         handlers.load_chat, [inspector.upload_chat, session],
-        [chat.history, chat.live, conversation, layout.options["system_prompt"], layout.options["thinking"],
-         layout.options["enabled_tools"], tools.tool_docs], show_progress_on=[chat.live], **private,
+        [chat.history, chat.live, conversation, *options, tools.tool_docs], show_progress_on=[chat.live], **private,
     ).then(**after)
 
 

@@ -12,7 +12,7 @@ from gemma4_ui import transcript
 from gemma4_ui.config import Settings
 from gemma4_ui.conversation import AssistantTurn, Conversation, UserTurn
 from gemma4_ui.media import MediaLimits
-from gemma4_ui.options import ChatOptions
+from gemma4_ui.options import USER_OPTIONS, ChatOptions
 from gemma4_ui.session import Draft, SharedChatHandlers
 
 OPTIONS = ChatOptions(max_new_tokens=8, temperature=0)
@@ -180,6 +180,18 @@ def test_a_loaded_tool_with_a_regular_expression_is_refused(session, tmp_path):
         outputs = session.load_chat(str(path), user)
     assert user.declared == [] and user.tools().get("lookup") is None
     assert outputs[2].turns[0].text == "Hi"
+
+
+def test_loading_a_conversation_restores_every_saved_setting(session):
+    saved = ChatOptions(system_prompt="Be brief.", thinking=True, max_new_tokens=77, temperature=0.3, top_p=0.8,
+                        top_k=11, image_budget=560, enabled_tools=["calculator"], max_tool_rounds=3)
+    user = session.new_session()
+    chat_file, _ = session.export_files(Conversation([UserTurn("Hi", [])]), user, saved)
+    _, _, conversation, *shown, _ = session.load_chat(chat_file, session.new_session())
+    values = dict(zip(USER_OPTIONS, shown, strict=True))
+    assert values.pop("enabled_tools")["value"] == ["calculator"]
+    assert values == {name: getattr(saved, name) for name in USER_OPTIONS if name != "enabled_tools"}
+    assert conversation.turns[0].text == "Hi"
 
 
 def test_no_event_shows_its_progress_on_the_history_or_the_inspector(session):

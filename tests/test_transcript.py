@@ -118,6 +118,22 @@ def same_named_media(tmp_path):
     return items
 
 
+def test_drafting_stats_and_every_setting_survive_a_round_trip():
+    call = ToolCall("get_current_weather", {"location": "Lima"}, id="call_0")
+    drafted = ReplyStats(42, 7, 0.03, 0.45, "stop", drafted_tokens=12, accepted_tokens=9)
+    conversation = Conversation([
+        UserTurn("Weather in Lima?"),
+        AssistantTurn(rounds=[ToolRound([call], [], stats=ReplyStats(50, 9, 0.02, 0.3, "tool_call", 6, 0))],
+                      content="19 degrees.", stats=drafted),
+    ])
+    options = ChatOptions(system_prompt="Be brief.", thinking=True, max_new_tokens=77, temperature=0.3, top_p=0.8,
+                          top_k=11, image_budget=560, enabled_tools=["get_current_weather"], max_tool_rounds=3)
+    loaded = transcript.load(transcript.dumps(conversation, options), MediaLimits())
+    turn = loaded.conversation.turns[1]
+    assert turn.stats == drafted and turn.rounds[0].stats == ReplyStats(50, 9, 0.02, 0.3, "tool_call", 6, 0)
+    assert ChatOptions(**loaded.settings) == options
+
+
 def test_export_import_export_is_byte_for_byte(tmp_path):
     red, blue = same_named_media(tmp_path)
     call = ToolCall("get_current_weather", {"location": "Lima"}, raw="call:get_current_weather{}", id="call_0")
