@@ -16,7 +16,7 @@ import io
 import os
 import shutil
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -632,7 +632,7 @@ def _count_frames(path: Path, stop_after: int) -> int:
 
 
 def _read_frames(capture: Any, indices: list[int], can_seek: bool,
-                 check: Any = None) -> tuple[list[np.ndarray], list[int]]:
+                 check: Callable[[np.ndarray], None] | None = None) -> tuple[list[np.ndarray], list[int]]:
     """Decode the frames at ascending `indices`: RGB frames and the indices that decoded.
     `check(frame)`, if given, sees each decoded frame first (and may raise to stop).
 
