@@ -63,6 +63,9 @@ _TYPE_PHRASES = {
 }
 
 
+_TOO_DEEP = "The schema is nested too deeply (more levels than Python's recursion limit allows)"
+
+
 class ToolSchemaError(ValueError):
     """A schema that cannot be used; the message is shown to the user verbatim."""
 
@@ -248,6 +251,8 @@ def _parse_json(text: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise ToolSchemaError(f"Invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from exc
+    except RecursionError:
+        raise ToolSchemaError(_TOO_DEEP) from None
 
 
 def _declaration_of(schema: Any) -> dict:
@@ -267,10 +272,20 @@ def _declaration_of(schema: Any) -> dict:
             'Expected {"type": "function", "function": {...}} or {"name": ..., "description": ..., '
             '"parameters": {...}}; this object has neither "function" nor "name"'
         )
-    return copy.deepcopy(schema)
+    try:
+        return copy.deepcopy(schema)
+    except RecursionError:
+        raise ToolSchemaError(_TOO_DEEP) from None
 
 
 def _check_declaration(declaration: dict) -> None:
+    try:
+        _check_declaration_parts(declaration)
+    except RecursionError:  # every check walks the schema recursively
+        raise ToolSchemaError(_TOO_DEEP) from None
+
+
+def _check_declaration_parts(declaration: dict) -> None:
     unknown = sorted(set(declaration) - _FUNCTION_KEYS)
     if unknown:
         raise ToolSchemaError(

@@ -233,6 +233,8 @@ def load(text: str, limits: MediaLimits) -> Loaded:
         document = json.loads(text)
     except json.JSONDecodeError as err:
         raise TranscriptError(f"not JSON ({err.msg} at line {err.lineno})") from None
+    except RecursionError:
+        raise TranscriptError("the JSON is nested too deeply to be a conversation") from None
     _require(isinstance(document, dict) and document.get("format") == FORMAT,
              f"not a Gemma 4 UI conversation (expected \"format\": \"{FORMAT}\")")
     _require(document.get("version") == VERSION, f"unsupported version {document.get('version')!r}")

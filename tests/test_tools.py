@@ -644,6 +644,18 @@ def test_a_declared_schema_holds_no_regular_expression(schema, message):
     assert len(registry.specs()) == 4
 
 
+def test_a_schema_nested_too_deeply_is_refused_with_a_message():
+    deep = {"type": "string"}
+    for _ in range(3000):
+        deep = {"type": "array", "items": deep}
+    registry = default_registry()
+    with pytest.raises(ToolSchemaError, match="nested too deeply"):
+        registry.declare(_properties(a=deep))
+    with pytest.raises(ToolSchemaError, match="nested too deeply"):
+        registry.declare("[" * 100_000 + "]" * 100_000)
+    assert len(registry.specs()) == 4
+
+
 def test_a_property_or_value_named_pattern_is_not_a_regular_expression():
     schema = _properties(pattern={"type": "string", "description": "the pattern", "enum": ["pattern"]})
     assert default_registry().declare(schema).name == "t"

@@ -55,6 +55,11 @@ def _with_media(entries_per_turn: list[list[dict]]) -> str:
     return json.dumps({"format": transcript.FORMAT, "version": transcript.VERSION, "turns": turns})
 
 
+def test_a_file_nested_too_deeply_is_refused_with_a_message():
+    with pytest.raises(transcript.TranscriptError, match="nested too deeply"):
+        transcript.load('{"turns": ' + "[" * 100_000 + "]" * 100_000 + "}", MediaLimits())
+
+
 def test_media_counts_are_limited_before_anything_is_decoded():
     """The limits a composer message has, and one per conversation: checked first, so these
     (undecodable) entries are never read."""
