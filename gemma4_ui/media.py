@@ -68,8 +68,8 @@ class MediaLimits:
     max_video_seconds: float = 120.0
     max_video_frames: int = 32  # sampled evenly over the whole video
     max_image_pixels: int = 50_000_000  # decompression-bomb guard
-    # What decoded media may hold in memory: a small compressed file can decode to a lot (a
-    # 56 KB PNG to 45 MiB, a short 8K clip to gigabytes).
+    # What decoded media may hold in memory: a small compressed file can decode to hundreds
+    # of times its size, a short 8K clip to gigabytes.
     max_video_frame_pixels: int = 3840 * 2160  # 4K UHD; 32 frames of it decode to ~800 MB
     # A live recording states no frame count: at most this many are read to count them
     # (120 s at 60 fps), whatever frame rate it claims.

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable
 
 ZERO_WIDTH_SPACE = "\u200b"
 
@@ -185,7 +186,7 @@ def _escape_text(text: str) -> str:
     return _UNSAFE_SCHEME.sub(lambda m: m[1][0] + ZERO_WIDTH_SPACE + m[1][1:] + m[2], text)
 
 
-def _replace_code_elements(text: str, replace) -> str:
+def _replace_code_elements(text: str, replace: Callable[[str], str]) -> str:
     """Each `<code>` element of a line replaced by `replace(its content)`: what
     `re.sub(r"<code>(.*?)</code>", ...)` does, by a scan, as that pattern retries from
     every `<code>` that has no close on its line, which is quadratic."""
