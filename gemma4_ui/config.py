@@ -61,6 +61,14 @@ class MediaLimits:
     max_video_seconds: float = 120.0
     max_video_frames: int = 32  # sampled evenly over the whole video
     max_image_pixels: int = 50_000_000  # decompression-bomb guard
+    # What decoded media may hold in memory: a small compressed file can decode to hundreds
+    # of times its size, a short 8K clip to gigabytes.
+    max_video_frame_pixels: int = 3840 * 2160  # 4K UHD
+    # A live recording states no frame count: at most this many are read to count them
+    # (120 s at 60 fps), whatever frame rate it claims.
+    max_stream_frames: int = 7_200
+    max_files_per_conversation: int = 32
+    max_conversation_media_mb: float = 1024.0  # decoded size of all of a conversation's media
 
     def __post_init__(self) -> None:
         assert self.audio_over_limit in ("truncate", "refuse"), "audio_over_limit is 'truncate' or 'refuse'"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import re
+import time
 
 import numpy as np
 import pytest
@@ -84,6 +85,45 @@ def test_markdown_still_reads_as_markdown():
                                   "`<tag>` and ``a ` b``"])
 def test_what_the_editor_holds_restores_to_what_was_typed(text):
     assert unescape_markdown(safe_markdown(text)) == text
+
+
+def _unclosed_backtick_runs(size: int) -> str:
+    """Runs of distinct lengths (none closes) before many runs that do."""
+    distinct = " ".join("`" * n for n in range(2, 300))
+    return distinct + " " + "` x " * ((size - len(distinct)) // 4)
+
+
+_LONG = 100_000
+PATHOLOGICAL = {
+    "backslashes": "\\" * _LONG,
+    "backslashes then text": "\\" * _LONG + "x <",
+    "less-than": "<" * _LONG,
+    "ampersands": "&" * _LONG,
+    "bangs": "!" * _LONG,
+    "brackets": "[" * _LONG,
+    "image openers": "![" * _LONG,
+    "backticks": "`" * _LONG,
+    "escaped backticks": "\\` " * (_LONG // 3),
+    "unclosed backtick runs": _unclosed_backtick_runs(_LONG),
+    "stars": "*" * _LONG,
+    "underscores": "_" * _LONG,
+    "scheme then spaces": ("data" + " " * 1000) * (_LONG // 1000),
+    "fence openers": "```\n" * (_LONG // 4),
+    "code tags": "<code>" * (_LONG // 6),
+}
+
+
+@pytest.mark.parametrize("text", PATHOLOGICAL.values(), ids=PATHOLOGICAL.keys())
+def test_long_runs_render_in_linear_time(text):
+    """Model output and loaded files can hold any run of characters: rendering (which holds
+    the GIL) and restoring stay linear, so none of them stalls the server."""
+    def seconds(function, value):
+        started = time.process_time()
+        function(value)
+        return time.process_time() - started
+
+    assert seconds(safe_markdown, text) < 1.0
+    assert seconds(unescape_markdown, safe_markdown(text)) < 1.0 and seconds(unescape_markdown, text) < 1.0
 
 
 # -- files ------------------------------------------------------------------------------------

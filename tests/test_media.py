@@ -362,6 +362,43 @@ def test_too_long_video_is_refused(tmp_path):
         load_media(write_red_video(tmp_path / "long.mp4", frames=50, fps=10), MediaLimits(max_video_seconds=2))
 
 
+def test_a_video_over_the_frame_pixel_limit_is_refused_before_decoding(tmp_path):
+    path = write_red_video(tmp_path / "wide.mp4", frames=10, fps=10)  # 160×120
+    with pytest.raises(MediaError, match=r"'wide.mp4' is 160×120 pixels per frame.*limit is 0.01 MP per frame"):
+        load_media(path, MediaLimits(max_video_frame_pixels=10_000))
+
+
+def write_live_webm(path: Path, frames: int, fps: int) -> Path:
+    """A WebM written as a live stream (as a browser records): no frame count, no index."""
+    import av
+
+    with av.open(str(path), "w", format="webm", options={"live": "1"}) as out:
+        stream = out.add_stream("libvpx", rate=fps)
+        stream.width, stream.height, stream.pix_fmt = 64, 32, "yuv420p"
+        for _ in range(frames):
+            out.mux(stream.encode(av.VideoFrame.from_ndarray(np.zeros((32, 64, 3), np.uint8), format="rgb24")))
+        out.mux(stream.encode(None))
+    return path
+
+
+def test_a_stream_is_read_only_up_to_the_frame_cap(tmp_path):
+    path = write_live_webm(tmp_path / "live.webm", frames=60, fps=10)
+    assert cv2.VideoCapture(str(path), cv2.CAP_FFMPEG).get(cv2.CAP_PROP_FRAME_COUNT) <= 0, "states no frame count"
+    assert len(load_media(path, MediaLimits(max_stream_frames=60)).data) == 32
+    with pytest.raises(MediaError, match=r"'live.webm' has more than 40 frames, the most read from a video"):
+        load_media(path, MediaLimits(max_stream_frames=40))
+
+
+def test_a_conversation_holds_a_bounded_number_and_size_of_media(tmp_path):
+    image = load_media(write_image(tmp_path / "a.png"))  # 64×48 RGB: 9216 bytes decoded
+    assert media.decoded_bytes(image) == 64 * 48 * 3
+    media.check_conversation_media([image] * 3, [image], MediaLimits(max_files_per_conversation=4))
+    with pytest.raises(MediaError, match="at most 4 files; this one would hold 5"):
+        media.check_conversation_media([image] * 4, [image], MediaLimits(max_files_per_conversation=4))
+    with pytest.raises(MediaError, match="at most 0.02 MB once decoded"):
+        media.check_conversation_media([image], [image, image], MediaLimits(max_conversation_media_mb=0.02))
+
+
 def test_truncated_video_is_refused(tmp_path):
     path = write_red_video(tmp_path / "cut.mp4", frames=50, fps=10)
     path.write_bytes(path.read_bytes()[:2000])

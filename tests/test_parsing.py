@@ -313,6 +313,15 @@ def test_malformed_call_keeps_its_text(tokenizer, prompts):
     assert call.raw == "{unit:celsius}" and call.error
 
 
+def test_arguments_nested_too_deeply_are_a_malformed_call(tokenizer, prompts):
+    """The model writes what it likes: arguments nested thousands deep are refused as a call,
+    not a RecursionError that ends the stream."""
+    nested = "[" * 5000 + "]" * 5000
+    done = parse_reply(tokenizer, f"<|tool_call>call:f{{first-name:{nested}}}<tool_call|><|tool_response>", prompts["turn"])
+    (call,) = done.tool_calls
+    assert call.name == "f" and call.arguments is None and call.error
+
+
 def test_reserved_control_bytes_stay_in_raw(tokenizer, prompts):
     output = f"<|tool_call>call:echo{{text:{S}a\x01b{S}}}<tool_call|><|tool_response>"
     done = parse_reply(tokenizer, output, prompts["turn"])

@@ -43,6 +43,8 @@ from gemma4_ui.engines.openai import (
     ReplyAssembler,
     local_model_files,
     request_body,
+    scrub,
+    shown_url,
     to_openai_messages,
     wav_base64,
 )
@@ -514,6 +516,36 @@ def test_a_stopped_server(server_port):
     [error] = run(stopped, PromptSpec([{"role": "user", "content": "Hi"}]))
     assert isinstance(error, EngineError)
     assert error.message.startswith(f"Cannot reach the server at {gone.url} ([Errno 111] Connection refused)")
+
+
+SECRETS = ("alice", "s3cr3t-pass", "qk-secret-1", "sk-secret-2", "api_key")
+
+
+def test_the_servers_address_is_shown_without_its_secrets(processor):
+    """--base-url may carry credentials; every visitor sees the status and the errors."""
+    port = free_port()
+    url = f"http://alice:s3cr3t-pass@127.0.0.1:{port}/v1?api_key=qk-secret-1"
+    engine = OpenAIEngine(settings_for(url, api_key="sk-secret-2"))
+    shown = [engine.status.describe()]
+    with pytest.raises(ModelLoadError) as caught:
+        engine.load()
+    shown.append(str(caught.value))
+    engine._parse_tokenizer = processor.tokenizer  # what load() sets; the server never answered
+    [error] = run(engine, PromptSpec([{"role": "user", "content": "Hi"}]))
+    shown.append(error.message)
+    for text in shown:
+        assert f"http://127.0.0.1:{port}/v1" in text and not any(secret in text for secret in SECRETS), text
+    assert shown[1].startswith(f"Cannot reach the server at http://127.0.0.1:{port}/v1 (")
+
+
+def test_what_is_shown_of_an_address():
+    assert shown_url("https://user:token@example.org:8443/v1/?api_key=k#f") == "https://example.org:8443/v1"
+    assert shown_url("https://example.org/key-8a7b6c5d4e3f/v1") == "https://example.org/…"
+    assert shown_url("not a url") == "(the server)"
+    url = "https://bobby:pw-1234@example.org/v1?key=abcd1234&model=m"
+    said = scrub(f"Invalid URL '{url}': bobby:pw-1234, key abcd1234, sk-zz-99 (query key=abcd1234&model=m)", url,
+                 api_key="sk-zz-99")
+    assert said == "Invalid URL 'https://example.org/v1': …:…, key …, … (query …)"
 
 
 def test_a_wrong_url(server_port):

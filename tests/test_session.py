@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import gc
+from pathlib import Path
+
 import gradio as gr
 import pytest
 
-from gemma4_ui.config import Settings
+from gemma4_ui.config import MediaLimits, Settings
+from gemma4_ui.core import transcript
 from gemma4_ui.core.conversation import AssistantTurn, Conversation, UserTurn
-from gemma4_ui.core.options import ChatOptions
+from gemma4_ui.core.options import USER_OPTIONS, ChatOptions
 from gemma4_ui.web.handlers.shared import SharedChatHandlers
 from gemma4_ui.web.handlers.turns import last_user_text_position
 from gemma4_ui.web.session import Draft
@@ -116,6 +120,37 @@ def test_editing_an_earlier_text_when_the_last_message_is_media_only_is_refused(
     assert same is conv and conv.turns[2].text == "" and conv.turns[0].text == "First"
 
 
+def test_an_upload_past_the_conversations_media_limit_is_refused(tiny_engine):
+    from conftest import ROOT
+
+    handlers = SharedChatHandlers(tiny_engine, Settings(model="tiny", limits=MediaLimits(max_files_per_conversation=1)))
+    image = str(ROOT / "assets" / "examples" / "shapes.png")
+    user = handlers.new_session()
+    _, conv, restore = send(handlers, Conversation(), "One", [image], user)
+    assert restore is None and len(conv.media()) == 1
+    chat, same, restore = send(handlers, conv, "Two", [image], user)
+    assert restore is not None and same.turns == conv.turns, "the draft comes back; the conversation is unchanged"
+    assert "A conversation holds at most 1 files" in str(chat)
+
+
+def test_exports_leave_one_copy_per_session_and_none_after_it(session):
+    user, other = session.new_session(), session.new_session()
+    conversation = Conversation([UserTurn("Hi", [])])
+    folders = set()
+    for text in ("one", "two", "three", "four"):
+        conversation.turns[0].text = text
+        paths = [Path(p) for p in session.files.export_files(conversation, user, OPTIONS)]
+        folders |= {p.parent for p in paths}
+    (folder,) = folders
+    assert sorted(p.name for p in folder.iterdir()) == ["gemma4_conversation.json", "gemma4_prompt.txt"]
+    assert '"text": "four"' in (folder / "gemma4_conversation.json").read_text(encoding="utf-8")
+    (theirs,) = {Path(p).parent for p in session.files.export_files(conversation, other, OPTIONS)}
+    assert theirs != folder, "each session has its own"
+    del user
+    gc.collect()
+    assert not folder.exists() and theirs.exists(), "a session's exports go with it"
+
+
 def test_a_refused_schema_changes_nothing(session):
     user = session.new_session()
     assert session.tools.add_tool('{"name": "ok_tool", "parameters": {"type": "object"}}', [], user)[-1].startswith("✅")
@@ -132,6 +167,33 @@ def test_a_bad_conversation_file_changes_nothing(session, tmp_path):
     with pytest.warns(UserWarning, match="Could not load that conversation"):
         outputs = session.files.load_chat(str(bad), session.new_session())
     assert all(isinstance(o, dict) and o.get("__type__") == "update" and len(o) == 1 for o in outputs)
+
+
+def test_a_loaded_tool_with_a_regular_expression_is_refused(session, tmp_path):
+    """A conversation file's declared tools are declared like typed ones: one whose schema
+    holds a pattern is refused with a message naming the keyword; the rest of the file loads."""
+    bad = {"type": "function", "function": {"name": "lookup", "parameters": {
+        "type": "object", "properties": {"q": {"type": "string", "pattern": "^(a+)+$"}}}}}
+    conversation = Conversation([UserTurn("Hi", [])])
+    path = tmp_path / "chat.json"
+    path.write_text(transcript.dumps(conversation, OPTIONS, [bad]), encoding="utf-8")
+    user = session.new_session()
+    with pytest.warns(UserWarning, match=r"skipped: parameters\.properties\.q\.pattern: regular expressions"):
+        outputs = session.files.load_chat(str(path), user)
+    assert user.declared == [] and user.tools().get("lookup") is None
+    assert outputs[2].turns[0].text == "Hi"
+
+
+def test_loading_a_conversation_restores_every_saved_setting(session):
+    saved = ChatOptions(system_prompt="Be brief.", thinking=True, max_new_tokens=77, temperature=0.3, top_p=0.8,
+                        top_k=11, image_budget=560, enabled_tools=["calculator"], max_tool_rounds=3)
+    user = session.new_session()
+    chat_file, _ = session.files.export_files(Conversation([UserTurn("Hi", [])]), user, saved)
+    _, _, conversation, *shown, _ = session.files.load_chat(chat_file, session.new_session())
+    values = dict(zip(USER_OPTIONS, shown, strict=True))
+    assert values.pop("enabled_tools")["value"] == ["calculator"]
+    assert values == {name: getattr(saved, name) for name in USER_OPTIONS if name != "enabled_tools"}
+    assert conversation.turns[0].text == "Hi"
 
 
 def test_no_event_shows_its_progress_on_the_history_or_the_inspector(session):

@@ -613,6 +613,63 @@ def test_declare_errors_say_what_and_where(schema, message):
     assert len(registry.specs()) == 4
 
 
+CATASTROPHIC = "^(a+)+$"
+
+
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        (_properties(s={"type": "string", "pattern": CATASTROPHIC}), "parameters.properties.s.pattern: regular expressions"),
+        ({"name": "t", "parameters": {"type": "object", "patternProperties": {CATASTROPHIC: {"type": "string"}}}},
+         "parameters.patternProperties: regular expressions"),
+        (_properties(a={"type": "array", "items": {"type": "object", "properties": {
+            "s": {"type": "string", "pattern": CATASTROPHIC}}}}),
+         "parameters.properties.a.items.properties.s.pattern"),
+        ({"name": "t", "parameters": {"type": "object", "additionalProperties": {"type": "string", "pattern": "x"}}},
+         "parameters.additionalProperties.pattern"),
+        ({"name": "t", "parameters": {"type": "object", "propertyNames": {"pattern": CATASTROPHIC}}},
+         "parameters.propertyNames.pattern"),
+        ({"name": "t", "parameters": {"type": "object"}, "response": {"type": "string", "pattern": CATASTROPHIC}},
+         "response.pattern: regular expressions"),
+    ],
+)
+def test_a_declared_schema_holds_no_regular_expression(schema, message):
+    """jsonschema would run the pattern on the model's arguments, and "^(a+)+$" on
+    "aaa...a!" takes exponential time: refused at declaration, saying which keyword."""
+    registry = default_registry()
+    with pytest.raises(ValueError) as caught:
+        registry.declare(schema)
+    assert message in str(caught.value) and "not accepted" in str(caught.value)
+    with pytest.raises(ToolSchemaError, match="pattern"):
+        registry.register(lambda s: s, schema=schema)
+    assert len(registry.specs()) == 4
+
+
+def test_a_schema_nested_too_deeply_is_refused_with_a_message():
+    deep = {"type": "string"}
+    for _ in range(3000):
+        deep = {"type": "array", "items": deep}
+    registry = default_registry()
+    with pytest.raises(ToolSchemaError, match="nested too deeply"):
+        registry.declare(_properties(a=deep))
+    with pytest.raises(ToolSchemaError, match="nested too deeply"):
+        registry.declare("[" * 100_000 + "]" * 100_000)
+    assert len(registry.specs()) == 4
+
+
+def test_a_property_or_value_named_pattern_is_not_a_regular_expression():
+    schema = _properties(pattern={"type": "string", "description": "the pattern", "enum": ["pattern"]})
+    assert default_registry().declare(schema).name == "t"
+
+
+def test_argument_validation_runs_no_format_checker():
+    """A "format" is an annotation only: "regex" does not compile the model's argument."""
+    registry = ToolRegistry()
+    registry.declare(_properties(r={"type": "string", "format": "regex"}, d={"type": "string", "format": "date"}))
+    call = ToolCall(name="t", arguments={"r": "(" * 10_000 + "(a+)+$", "d": "not a date"}, raw="", id="c")
+    assert registry.validate(call, {"t"}) is None
+
+
 def test_schemas_follow_registry_order_and_filter_by_enabled():
     registry = default_registry()
     registry.declare(OPENAI_STYLE)

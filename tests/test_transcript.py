@@ -50,6 +50,36 @@ def test_round_trip_keeps_turns_calls_and_media():
     assert comparable(loaded) == comparable(original)
 
 
+def _with_media(entries_per_turn: list[list[dict]]) -> str:
+    turns = [{"role": "user", "text": "", "media": entries} for entries in entries_per_turn]
+    return json.dumps({"format": transcript.FORMAT, "version": transcript.VERSION, "turns": turns})
+
+
+def test_a_file_nested_too_deeply_is_refused_with_a_message():
+    with pytest.raises(transcript.TranscriptError, match="nested too deeply"):
+        transcript.load('{"turns": ' + "[" * 100_000 + "]" * 100_000 + "}", MediaLimits())
+
+
+def test_media_counts_are_limited_before_anything_is_decoded():
+    """The limits a composer message has, and one per conversation: checked first, so these
+    (undecodable) entries are never read."""
+    junk = {"name": "x.png", "data": "not a data URL"}
+    with pytest.raises(transcript.TranscriptError, match=r"turns\[0\] has 9 files; a message holds at most 8"):
+        transcript.load(_with_media([[junk] * 9]), MediaLimits())
+    with pytest.raises(transcript.TranscriptError, match="the conversation has 40 files; a conversation holds at most 32"):
+        transcript.load(_with_media([[junk] * 8] * 5), MediaLimits())
+
+
+def test_loaded_media_are_held_to_the_decoded_limits():
+    text = transcript.dumps(sample_conversation(), OPTIONS)  # a 640×480 image: 0.9 MB decoded
+    with pytest.raises(transcript.TranscriptError, match=r"turns\[0\].media\[0\]: 'shapes.png' is 640×480 pixels"):
+        transcript.load(text, MediaLimits(max_image_pixels=100_000))
+    with pytest.raises(transcript.TranscriptError, match=r"turns\[0\].media\[0\]: .* at most 0.5 MB once decoded"):
+        transcript.load(text, MediaLimits(max_conversation_media_mb=0.5))
+    with pytest.raises(transcript.TranscriptError, match="the conversation has 2 files; a conversation holds at most 1"):
+        transcript.load(text, MediaLimits(max_files_per_conversation=1))
+
+
 def test_the_file_shows_the_gemma_messages_without_bytes():
     document = json.loads(transcript.dumps(sample_conversation(), OPTIONS))
     assert document["format"] == transcript.FORMAT
@@ -91,6 +121,22 @@ def same_named_media(tmp_path):
         Image.new("RGB", (32, 24), colour).save(folder / "photo.png")
         items.append(load_media(str(folder / "photo.png")))
     return items
+
+
+def test_drafting_stats_and_every_setting_survive_a_round_trip():
+    call = ToolCall("get_current_weather", {"location": "Lima"}, id="call_0")
+    drafted = ReplyStats(42, 7, 0.03, 0.45, "stop", drafted_tokens=12, accepted_tokens=9)
+    conversation = Conversation([
+        UserTurn("Weather in Lima?"),
+        AssistantTurn(rounds=[ToolRound([call], [], stats=ReplyStats(50, 9, 0.02, 0.3, "tool_call", 6, 0))],
+                      content="19 degrees.", stats=drafted),
+    ])
+    options = ChatOptions(system_prompt="Be brief.", thinking=True, max_new_tokens=77, temperature=0.3, top_p=0.8,
+                          top_k=11, image_budget=560, enabled_tools=["get_current_weather"], max_tool_rounds=3)
+    loaded = transcript.load(transcript.dumps(conversation, options), MediaLimits())
+    turn = loaded.conversation.turns[1]
+    assert turn.stats == drafted and turn.rounds[0].stats == ReplyStats(50, 9, 0.02, 0.3, "tool_call", 6, 0)
+    assert ChatOptions(**loaded.settings) == options
 
 
 def test_export_import_export_is_byte_for_byte(tmp_path):

@@ -235,7 +235,7 @@ def _read_arguments(text: str) -> dict | None:
     `first-name` property, say). Strict otherwise; None unless `text` is exactly one object."""
     try:
         value, end = _read_value(text, 0)
-    except (ValueError, IndexError):
+    except (ValueError, IndexError, RecursionError):  # RecursionError: nested too deeply to be arguments
         return None
     return value if isinstance(value, dict) and end == len(text) else None
 

@@ -12,6 +12,9 @@ import base64
 import json
 import math
 import mimetypes
+import shutil
+import tempfile
+import weakref
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,10 +23,10 @@ from gemma4_ui.config import MediaLimits
 from gemma4_ui.core.conversation import AssistantTurn, Conversation, ToolRound, UserTurn, to_gemma_messages
 from gemma4_ui.core.events import ReplyStats, ToolCall, ToolResult
 from gemma4_ui.core.options import USER_OPTIONS, ChatOptions
-from gemma4_ui.media.decoding import MediaError
+from gemma4_ui.media.decoding import MediaError, check_conversation_media
 from gemma4_ui.media.files import load_bytes
 
-FORMAT = "gemma4_ui.core.conversation"
+FORMAT = "gemma4_ui.conversation"
 VERSION = 1
 
 
@@ -97,6 +100,22 @@ def _describe_media(value: Any) -> Any:
     return value
 
 
+class ExportFolder:
+    """Where one session's exports are written: one folder, made at the first export, whose
+    files each export overwrites (Gradio serves its own copy of them), and which is deleted
+    when the session is (Gradio lets it go when the visitor leaves or it expires). So a
+    visitor who exports many times leaves one export on disk, and none once gone."""
+
+    def __init__(self) -> None:
+        self._path: Path | None = None
+
+    def path(self) -> Path:
+        if self._path is None or not self._path.is_dir():
+            self._path = Path(tempfile.mkdtemp(prefix="gemma4_export_"))
+            weakref.finalize(self, shutil.rmtree, str(self._path), ignore_errors=True)
+        return self._path
+
+
 # -- import -----------------------------------------------------------------------------------
 
 def _require(condition: bool, message: str) -> None:
@@ -151,11 +170,17 @@ def _load_stats(entry: Any, where: str) -> ReplyStats | None:
         _require(isinstance(value, int) and not isinstance(value, bool) and value >= 0,
                  f"{where}.stats.{key} must be a whole number")
         counts[key] = value
+    for key in ("drafted_tokens", "accepted_tokens"):  # None: the reply was not drafted
+        value = entry.get(key)
+        _require(value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0),
+                 f"{where}.stats.{key} must be a whole number or null")
+        counts[key] = value
     stop_reason = entry.get("stop_reason") or ""
     _require(isinstance(stop_reason, str), f"{where}.stats.stop_reason must be a string")
     return ReplyStats(counts["prompt_tokens"], counts["generated_tokens"],
                       _seconds(entry, "time_to_first_token", f"{where}.stats"),
-                      _seconds(entry, "duration", f"{where}.stats") or 0.0, stop_reason)
+                      _seconds(entry, "duration", f"{where}.stats") or 0.0, stop_reason,
+                      counts["drafted_tokens"], counts["accepted_tokens"])
 
 
 def _load_round(entry: Any, where: str) -> ToolRound:
@@ -183,6 +208,19 @@ def _load_round(entry: Any, where: str) -> ToolRound:
                      thinking_seconds=_seconds(entry, "thinking_seconds", where))
 
 
+def _check_media_counts(turns_raw: list, limits: MediaLimits) -> None:
+    """The limits on files a composer message and a conversation take, before any is decoded."""
+    total = 0
+    for i, entry in enumerate(turns_raw):
+        media_raw = entry.get("media", []) if isinstance(entry, dict) and entry.get("role") == "user" else []
+        count = len(media_raw) if isinstance(media_raw, list) else 0
+        _require(count <= limits.max_files_per_message,
+                 f"turns[{i}] has {count} files; a message holds at most {limits.max_files_per_message}")
+        total += count
+    _require(total <= limits.max_files_per_conversation,
+             f"the conversation has {total} files; a conversation holds at most {limits.max_files_per_conversation}")
+
+
 @dataclass
 class Loaded:
     conversation: Conversation
@@ -196,11 +234,14 @@ def load(text: str, limits: MediaLimits) -> Loaded:
         document = json.loads(text)
     except json.JSONDecodeError as err:
         raise TranscriptError(f"not JSON ({err.msg} at line {err.lineno})") from None
+    except RecursionError:
+        raise TranscriptError("the JSON is nested too deeply to be a conversation") from None
     _require(isinstance(document, dict) and document.get("format") == FORMAT,
              f"not a Gemma 4 UI conversation (expected \"format\": \"{FORMAT}\")")
     _require(document.get("version") == VERSION, f"unsupported version {document.get('version')!r}")
     turns_raw = document.get("turns")
     _require(isinstance(turns_raw, list), "turns must be a list")
+    _check_media_counts(turns_raw, limits)
     conversation = Conversation()
     for i, entry in enumerate(turns_raw):
         where = f"turns[{i}]"
@@ -209,7 +250,13 @@ def load(text: str, limits: MediaLimits) -> Loaded:
         if role == "user":
             media_raw = entry.get("media", [])
             _require(isinstance(media_raw, list), f"{where}.media must be a list")
-            media = [_load_media(m, f"{where}.media[{j}]", limits) for j, m in enumerate(media_raw)]
+            media = []
+            for j, m in enumerate(media_raw):
+                media.append(_load_media(m, f"{where}.media[{j}]", limits))
+                try:  # as each is decoded: a file over the limit stops the load at once
+                    check_conversation_media(conversation.media(), media, limits)
+                except MediaError as err:
+                    raise TranscriptError(f"{where}.media[{j}]: {err}") from None
             conversation.turns.append(UserTurn(_string(entry, "text", where), media))
         elif role == "assistant":
             _require(i > 0 and isinstance(conversation.turns[-1], UserTurn),

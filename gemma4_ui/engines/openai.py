@@ -21,8 +21,10 @@ import io
 import json
 import logging
 import mimetypes
+import re
 import threading
 import time
+import urllib.parse
 import wave
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -351,6 +353,45 @@ def _connection_cause(err: BaseException) -> str:
     return _clause(str(cause)) if cause is not None and str(cause) else type(err).__name__
 
 
+# A path segment that names an API ("v1", "openai", "api"), not a key.
+_PLAIN_SEGMENT = re.compile(r"[A-Za-z]{0,16}[0-9]{0,4}")
+
+
+def shown_url(url: str) -> str:
+    """The server's address as every visitor may see it: scheme, host and port, and the path
+    only where it is plain words (`/v1`). A user name, password, query or fragment (each can
+    carry a key: https://user:token@host/v1, ?api_key=...) is never shown; the log keeps them."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        host, port = parts.hostname or "", parts.port
+    except ValueError:
+        return "(the server)"
+    if not parts.scheme or not host:
+        return "(the server)"
+    path = parts.path.rstrip("/")
+    if path and not all(_PLAIN_SEGMENT.fullmatch(segment) for segment in path.strip("/").split("/")):
+        path = "/…"
+    host = f"[{host}]" if ":" in host else host
+    return f"{parts.scheme}://{host}{f':{port}' if port else ''}{path}"
+
+
+def scrub(text: str, url: str, api_key: str | None = None) -> str:
+    """`text` without the secrets `url` (or the API key) may hold: an error's own text (the
+    HTTP library's, the server's) can quote the address it was given."""
+    parts = urllib.parse.urlsplit(url) if url else None
+    secrets = {url, url.rstrip("/"), api_key or ""}
+    if parts is not None:
+        secrets |= {parts.username or "", parts.password or "", parts.query, parts.fragment,
+                    *(value for _, value in urllib.parse.parse_qsl(parts.query))}
+        if shown_url(url).endswith("/…"):
+            secrets.add(parts.path)
+    secrets |= {urllib.parse.unquote(secret) for secret in secrets}
+    secrets.discard(DEFAULT_API_KEY)
+    for secret in sorted((s for s in secrets if len(s) >= 4), key=len, reverse=True):
+        text = text.replace(secret, shown_url(url) if secret.startswith(url.rstrip("/")) else "…")
+    return text
+
+
 def explain_error(err: Exception, base_url: str, model: str, timeout: float) -> str:
     """One sentence (or two) saying what went wrong and what to do. Mid-stream failures are
     worded by the caller, which knows a reply was under way."""
@@ -414,6 +455,8 @@ class OpenAIEngine(Engine):
 
     def __init__(self, settings: Settings):
         self.base_url = (settings.base_url or "").rstrip("/")
+        self.shown_url = shown_url(self.base_url)  # what visitors see of it, in the status and every message
+        self._api_key = settings.api_key
         self.timeout = settings.request_timeout
         self.requested_model = settings.model
         self.model = settings.model or ""
@@ -421,7 +464,7 @@ class OpenAIEngine(Engine):
         self.client = openai.OpenAI(base_url=self.base_url, api_key=settings.api_key or DEFAULT_API_KEY,
                                     timeout=settings.request_timeout, max_retries=0)
         self.status = ModelStatus(requested=settings.model or "(the server's model)", name=self.model,
-                                  source="remote", device=self.base_url)
+                                  source="remote", device=self.shown_url)
         self.processor = None
         self.refused: set[str] = set()
         self._returns_logprobs = False
@@ -441,7 +484,7 @@ class OpenAIEngine(Engine):
         if self.processor is None:
             notes.append("The model's processor is not available here, so token counts come from the server only")
         self.status = ModelStatus(requested=self.requested_model or "(the server's model)", name=self.model,
-                                  source="remote", device=self.base_url, notice="; ".join(notes),
+                                  source="remote", device=self.shown_url, notice="; ".join(notes),
                                   context_length=context)
         self.token_probabilities_note = "" if self._returns_logprobs else NO_LOGPROBS
         self._parse_tokenizer = self.processor.tokenizer if self.processor is not None else _bundled_tokenizer()
@@ -455,17 +498,18 @@ class OpenAIEngine(Engine):
             return list(self.client.models.list())
         except (openai.APIConnectionError, openai.AuthenticationError, openai.PermissionDeniedError,
                 openai.NotFoundError) as err:
-            raise ModelLoadError(explain_error(err, self.base_url, "", self.timeout)) from err
+            raise ModelLoadError(self._say(explain_error(err, self.shown_url, "", self.timeout))) from err
         except openai.APIError as err:
             if not self.requested_model:
-                raise ModelLoadError(f"The server at {self.base_url} could not list its models "
-                                     f"({_clause(server_message(err))}). Pass the name it serves with --model.") from err
+                raise ModelLoadError(self._say(f"The server at {self.shown_url} could not list its models "
+                                               f"({_clause(server_message(err))}). Pass the name it serves with "
+                                               "--model.")) from err
             log.warning("the server could not list its models: %s", server_message(err))
             return []
 
     def _first_model(self, listed: list) -> str:
         if not listed:
-            raise ModelLoadError(f"The server at {self.base_url} lists no models. Pass the name it serves with --model.")
+            raise ModelLoadError(f"The server at {self.shown_url} lists no models. Pass the name it serves with --model.")
         return listed[0].id
 
     def _probe(self) -> None:
@@ -484,7 +528,7 @@ class OpenAIEngine(Engine):
             except openai.APIError as err:
                 newly_refused = refused_fields(err) - self.refused
                 if not newly_refused:
-                    raise ModelLoadError(explain_error(err, self.base_url, self.model, self.timeout)) from err
+                    raise ModelLoadError(self._say(explain_error(err, self.shown_url, self.model, self.timeout))) from err
                 log.warning("the server refuses %s; leaving it out", ", ".join(sorted(newly_refused)))
                 self.refused |= newly_refused
 
@@ -517,7 +561,7 @@ class OpenAIEngine(Engine):
         try:
             response = self.client.chat.completions.create(**request_body(request, self.model, messages, self.refused))
         except openai.APIError as err:
-            yield EngineError(explain_error(err, self.base_url, self.model, self.timeout))
+            yield EngineError(self._say(explain_error(err, self.shown_url, self.model, self.timeout)))
             return
         try:
             for chunk in response:
@@ -526,29 +570,33 @@ class OpenAIEngine(Engine):
                 yield from reply.feed(chunk)
         except openai.APIError as err:
             yield from reply.flush()
-            yield EngineError(self._explain_cut(err, reply))
+            yield EngineError(self._say(self._explain_cut(err, reply)))
             return
         finally:
             response.close()  # on Stop this tells the server to stop generating
         if reply.finish_reason is None and not cancel.is_set():
             yield from reply.flush()
-            yield EngineError(f"The server at {self.base_url} ended the stream before the reply was finished "
+            yield EngineError(f"The server at {self.shown_url} ended the stream before the reply was finished "
                               "(no finish reason). What arrived is kept; ask again to continue.")
             return
         events, done = reply.finish(cancelled=cancel.is_set())
         yield from events
         yield done
 
+    def _say(self, message: str) -> str:
+        """A message for visitors, with no secret of the address or the key in it."""
+        return scrub(message, self.base_url, self._api_key)
+
     def _explain_cut(self, err: Exception, reply: ReplyAssembler) -> str:
         if not reply.received_anything:
-            return explain_error(err, self.base_url, self.model, self.timeout)
+            return explain_error(err, self.shown_url, self.model, self.timeout)
         if isinstance(err, openai.APITimeoutError):
             why = f"no data for {self.timeout:g} s"
         elif isinstance(err, openai.APIConnectionError):
             why = _connection_cause(err)
         else:
             why = _clause(server_message(err))
-        return (f"The reply from {self.base_url} was cut off mid-stream ({why}). "
+        return (f"The reply from {self.shown_url} was cut off mid-stream ({why}). "
                 "What arrived is kept; ask again to continue.")
 
 

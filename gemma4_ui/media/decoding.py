@@ -16,6 +16,7 @@ import io
 import os
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -96,6 +97,30 @@ class MediaItem:
 
 # ---------------------------------------------------------------------------------------
 # Public API
+
+
+def decoded_bytes(item: MediaItem) -> int:
+    """What `item`'s decoded data takes in memory."""
+    if item.kind == "image":
+        return item.data.width * item.data.height * len(item.data.getbands())
+    return int(item.data.nbytes)
+
+
+def check_conversation_media(held: list[MediaItem], added: list[MediaItem], limits: MediaLimits) -> None:
+    """Refuse `added` when a conversation that holds `held` would then be over its limits
+    on the number of files or their decoded size; the message names the limit."""
+    count = len(held) + len(added)
+    if count > limits.max_files_per_conversation:
+        raise MediaError(
+            f"A conversation holds at most {limits.max_files_per_conversation} files; this one would hold {count}. "
+            "Please start a new conversation for more."
+        )
+    total = sum(map(decoded_bytes, held)) + sum(map(decoded_bytes, added))
+    if total > limits.max_conversation_media_mb * 2**20:
+        raise MediaError(
+            f"A conversation's media may take at most {limits.max_conversation_media_mb:g} MB once decoded; "
+            f"this one's would take {total / 2**20:.0f} MB. Please send smaller files or start a new conversation."
+        )
 
 
 def load_media(path: str | Path, limits: MediaLimits = MediaLimits()) -> MediaItem:
@@ -484,18 +509,30 @@ def _load_video(path: Path, limits: MediaLimits) -> MediaItem:
             raise MediaError(
                 f"'{path.name}' does not state a usable frame rate. Please re-encode it as MP4 and upload again."
             )
+        # Refused before decoding where the header states the size; else by the first frame.
+        _check_frame_size(path, int(capture.get(cv2.CAP_PROP_FRAME_WIDTH)),
+                          int(capture.get(cv2.CAP_PROP_FRAME_HEIGHT)), limits)
         max_frames = int(limits.max_video_seconds * fps)
         stated_frames = int(capture.get(cv2.CAP_PROP_FRAME_COUNT))
         # Live recordings (the browser's MediaRecorder WebM) state no frame count and have no
         # index to seek with: count their frames by decoding, and later read them in order.
         can_seek = stated_frames > 0
-        total_frames = stated_frames if can_seek else _count_frames(path, stop_after=max_frames + 1)
+        if can_seek:
+            total_frames = stated_frames
+        else:
+            total_frames = _count_frames(path, stop_after=min(max_frames, limits.max_stream_frames) + 1)
+            if total_frames > limits.max_stream_frames:
+                raise MediaError(
+                    f"'{path.name}' has more than {limits.max_stream_frames} frames, the most read from a video "
+                    "that does not state its length. Please trim it or save it as MP4 and upload again."
+                )
         if total_frames > max_frames:
             raise MediaError(
                 f"'{path.name}' is {total_frames / fps:.1f} s long; the limit is {limits.max_video_seconds:g} s. "
                 "Please trim it and upload again."
             )
-        frames, indices = _read_frames(capture, _evenly_spaced(total_frames, limits.max_video_frames), can_seek)
+        frames, indices = _read_frames(capture, _evenly_spaced(total_frames, limits.max_video_frames), can_seek,
+                                       lambda frame: _check_frame_size(path, frame.shape[1], frame.shape[0], limits))
     finally:
         capture.release()
     if not frames:
@@ -522,6 +559,14 @@ def _load_video(path: Path, limits: MediaLimits) -> MediaItem:
         item.warning = (f"'{path.name}' is {codec or 'an unknown'} video, which browsers cannot play: the chat shows "
                         f"one of its frames; Gemma 4 gets {len(indices)} frames of it.")
     return item
+
+
+def _check_frame_size(path: Path, width: int, height: int, limits: MediaLimits) -> None:
+    if width * height > limits.max_video_frame_pixels:
+        raise MediaError(
+            f"'{path.name}' is {width}×{height} pixels per frame ({width * height / 1e6:.1f} MP); the limit is "
+            f"{limits.max_video_frame_pixels / 1e6:g} MP per frame. Please upload a smaller video (e.g. 1080p)."
+        )
 
 
 def _video_codec(path: Path) -> str | None:
@@ -555,8 +600,10 @@ def _count_frames(path: Path, stop_after: int) -> int:
         capture.release()
 
 
-def _read_frames(capture: Any, indices: list[int], can_seek: bool) -> tuple[list[np.ndarray], list[int]]:
+def _read_frames(capture: Any, indices: list[int], can_seek: bool,
+                 check: Callable[[np.ndarray], None] | None = None) -> tuple[list[np.ndarray], list[int]]:
     """Decode the frames at ascending `indices`: RGB frames and the indices that decoded.
+    `check(frame)`, if given, sees each decoded frame first (and may raise to stop).
 
     A frame is reached by seeking (OpenCV jumps to the keyframe before it and decodes
     forward) or by grab()-ing through the gap. Seeking wins when keyframes are frequent, and
@@ -586,6 +633,8 @@ def _read_frames(capture: Any, indices: list[int], can_seek: bool) -> tuple[list
         ok, frame = capture.read()
         position = index + 1
         if ok:
+            if check is not None:
+                check(frame)
             frames.append(cv2.cvtColor(frame, cv2.COLOR_BGR2RGB))
             decoded.append(index)
     return frames, decoded

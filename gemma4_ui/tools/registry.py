@@ -42,6 +42,14 @@ _JSON_TYPES = ("string", "integer", "number", "boolean", "array", "object", "nul
 # Gemma's template renders a property from `type` alone; these would be dropped from the
 # prompt, so the model would never learn the real type.
 _UNRENDERABLE_KEYWORDS = ("anyOf", "oneOf", "allOf", "not", "$ref", "if", "prefixItems")
+# A schema's regular expressions would run on every call's arguments, and Python's `re` can
+# take exponential time on a pattern like "^(a+)+$": a declared schema holds none.
+_REGEX_KEYWORDS = ("pattern", "patternProperties")
+# Keywords whose values are data, not schemas: a key named "pattern" inside them is a value.
+_DATA_KEYWORDS = {"enum", "const", "default", "examples", "required", "dependentRequired", "type", "description",
+                  "title", "$comment", "format", "nullable"}
+# Keywords whose values map names to schemas: the names are not keywords.
+_SCHEMA_MAPS = {"properties", "$defs", "definitions", "dependentSchemas"}
 
 _SOURCE_WORDS = {"builtin": "built-in", "python": "Python"}
 _TYPE_PHRASES = {
@@ -53,6 +61,9 @@ _TYPE_PHRASES = {
     "object": "an object",
     "null": "null",
 }
+
+
+_TOO_DEEP = "The schema is nested too deeply (more levels than Python's recursion limit allows)"
 
 
 class ToolSchemaError(ValueError):
@@ -240,6 +251,8 @@ def _parse_json(text: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise ToolSchemaError(f"Invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from exc
+    except RecursionError:
+        raise ToolSchemaError(_TOO_DEEP) from None
 
 
 def _declaration_of(schema: Any) -> dict:
@@ -259,10 +272,20 @@ def _declaration_of(schema: Any) -> dict:
             'Expected {"type": "function", "function": {...}} or {"name": ..., "description": ..., '
             '"parameters": {...}}; this object has neither "function" nor "name"'
         )
-    return copy.deepcopy(schema)
+    try:
+        return copy.deepcopy(schema)
+    except RecursionError:
+        raise ToolSchemaError(_TOO_DEEP) from None
 
 
 def _check_declaration(declaration: dict) -> None:
+    try:
+        _check_declaration_parts(declaration)
+    except RecursionError:  # every check walks the schema recursively
+        raise ToolSchemaError(_TOO_DEEP) from None
+
+
+def _check_declaration_parts(declaration: dict) -> None:
     unknown = sorted(set(declaration) - _FUNCTION_KEYS)
     if unknown:
         raise ToolSchemaError(
@@ -277,11 +300,13 @@ def _check_declaration(declaration: dict) -> None:
             raise ToolSchemaError(
                 'parameters: must be a JSON Schema object, i.e. {"type": "object", "properties": {...}}'
             )
+        _check_no_regex(parameters, "parameters")
         _check_renderable(parameters, "parameters")
         _check_meta_schema(parameters, "parameters")
     if "response" in declaration:
         if not isinstance(declaration["response"], dict):
             raise ToolSchemaError("response: must be a JSON Schema (an object)")
+        _check_no_regex(declaration["response"], "response")
         _check_meta_schema(declaration["response"], "response")
 
 
@@ -330,6 +355,28 @@ def _check_renderable(schema: Any, path: str) -> None:
                 f"{path}: only an object has 'properties' or 'required'; this value's type is {kind!r}"
             )
         _check_properties(schema.get("properties", {}), schema.get("required", []), path)
+
+
+def _check_no_regex(schema: Any, path: str) -> None:
+    """Refuse a regular expression anywhere in `schema`, however deeply nested."""
+    if isinstance(schema, list):
+        for index, item in enumerate(schema):
+            _check_no_regex(item, f"{path}[{index}]")
+        return
+    if not isinstance(schema, dict):
+        return
+    for keyword in _REGEX_KEYWORDS:
+        if keyword in schema:
+            raise ToolSchemaError(
+                f"{path}.{keyword}: regular expressions are not accepted in a declared tool's schema "
+                "(one can take the server minutes to check); describe the format in 'description' instead"
+            )
+    for key, value in schema.items():
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            for name, item in value.items():
+                _check_no_regex(item, f"{path}.{key}.{name}")
+        elif key not in _DATA_KEYWORDS:
+            _check_no_regex(value, f"{path}.{key}")
 
 
 def _check_enum(values: Any, kind: str, path: str) -> None:
@@ -381,6 +428,8 @@ def _unavailable_tool_message(name: str, registered: bool, available: list[str])
 
 
 def _argument_problems(declaration: dict, arguments: dict) -> list[str]:
+    # No format_checker: "format" stays an annotation, so no argument is ever compiled as a
+    # regular expression ("format": "regex") or run through another checker.
     validator = Draft202012Validator(_nullable_as_null_type(declaration.get("parameters", {"type": "object"})))
     errors = sorted(validator.iter_errors(arguments), key=lambda error: list(map(str, error.absolute_path)))
     # dict.fromkeys: keep order, drop repeats (one "missing" sentence per missing argument)

@@ -10,6 +10,8 @@ from typing import Any, NamedTuple
 
 import gradio as gr
 
+from gemma4_ui.core.options import USER_OPTIONS
+
 
 def skipped(outputs: type[NamedTuple]):
     """`outputs` with gr.skip() in every place."""
@@ -106,13 +108,7 @@ class RemoveToolOutputs(NamedTuple):
     notice: Any
 
 
-class LoadOutputs(NamedTuple):
-    """A saved conversation loaded, with its settings and declared tools."""
-
-    history: Any
-    live: Any
-    conversation: Any
-    system_prompt: Any
-    thinking: Any
-    enabled: Any
-    docs: Any
+# A saved conversation loaded, with every chat option it saved (by ChatOptions field, in
+# USER_OPTIONS order) and its declared tools.
+LoadOutputs = NamedTuple("LoadOutputs", [("history", Any), ("live", Any), ("conversation", Any),
+                                         *((name, Any) for name in USER_OPTIONS), ("docs", Any)])

@@ -20,13 +20,16 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable
 
 ZERO_WIDTH_SPACE = "\u200b"
 
 _FENCE_OPEN = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
 _BACKTICKS = re.compile(r"`+")
-_ESCAPED_MARKUP = re.compile(r"(\\*)([<&])")
-_IMAGE = re.compile(r"(\\*)!\[")
+# A backslash run is only matched from its first backslash: a run followed by neither `<`,
+# `&` nor `![` would otherwise be retried from each of its positions (quadratic).
+_ESCAPED_MARKUP = re.compile(r"(?<!\\)(\\*)([<&])")
+_IMAGE = re.compile(r"(?<!\\)(\\*)!\[")
 # Schemes a browser runs or renders as a document. Each is broken only where a URL could
 # start (the colon is followed by something), so "Data: ..." in prose is left alone.
 _UNSAFE_SCHEME = re.compile(r"(?i)(javascript|vbscript|livescript|data)(\s*\\?:)(?=\S)")
@@ -139,11 +142,19 @@ def _code_spans(line: str) -> list[tuple[int, int, int]]:
     """(start, end, backtick count) of the code spans in one line: a run of n backticks up to
     the next run of exactly n (CommonMark)."""
     runs = [(m.start(), m.end()) for m in _BACKTICKS.finditer(line)]
+    # The next run of the same length, for each run: looked up, not searched for, so that
+    # many runs that close nothing do not make the line quadratic.
+    next_same: list[int | None] = [None] * len(runs)
+    last_of_length: dict[int, int] = {}
+    for j in range(len(runs) - 1, -1, -1):
+        length = runs[j][1] - runs[j][0]
+        next_same[j] = last_of_length.get(length)
+        last_of_length[length] = j
     spans, k = [], 0
     while k < len(runs):
         start, stop = runs[k]
         length = stop - start
-        closer = next((j for j in range(k + 1, len(runs)) if runs[j][1] - runs[j][0] == length), None)
+        closer = next_same[k]
         if closer is None or (start > 0 and line[start - 1] == "\\"):
             k += 1
             continue
@@ -175,17 +186,37 @@ def _escape_text(text: str) -> str:
     return _UNSAFE_SCHEME.sub(lambda m: m[1][0] + ZERO_WIDTH_SPACE + m[1][1:] + m[2], text)
 
 
+def _replace_code_elements(text: str, replace: Callable[[str], str]) -> str:
+    """Each `<code>` element of a line replaced by `replace(its content)`: what
+    `re.sub(r"<code>(.*?)</code>", ...)` does, by a scan, as that pattern retries from
+    every `<code>` that has no close on its line, which is quadratic."""
+    out, position, search, close = [], 0, 0, -1
+    while (start := text.find("<code>", search)) >= 0:
+        if close < start + 6:
+            close = text.find("</code>", start + 6)
+            if close < 0:
+                break
+        line_end = text.find("\n", start, close)
+        if line_end >= 0:  # `.` stops at a newline: no element starts before it
+            search = line_end + 1
+            continue
+        out += [text[position:start], replace(text[start + 6:close])]
+        position = search = close + 7
+    out.append(text[position:])
+    return "".join(out)
+
+
 def unescape_markdown(shown: str) -> str:
     """Undo `safe_markdown` for text the user edits in place (the editor shows what the chat
     shows): entities back to characters, the added marks removed."""
-    def code(match: re.Match) -> str:
-        text = html.unescape(match[1])
+    def code(content: str) -> str:
+        text = html.unescape(content)
         longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
         ticks = "`" * (longest + 1)
         pad = " " if text.startswith("`") or text.endswith("`") else ""
         return f"{ticks}{pad}{text}{pad}{ticks}"
 
-    text = re.sub(r"<code>(.*?)</code>", code, shown)
+    text = _replace_code_elements(shown, code)
     text = text.replace("&#33;[", "![")
     text = re.sub(r"&(lt|amp);", lambda m: "<" if m[1] == "lt" else "&", text)
     return re.sub(r"(?i)(?<=[jvld])" + ZERO_WIDTH_SPACE + r"(?=(avascript|bscript|ivescript|ata)\s*\\?:)", "", text)

@@ -15,6 +15,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from gemma4_ui.config import MediaLimits
+from gemma4_ui.core import transcript
 from gemma4_ui.core.conversation import Conversation
 from gemma4_ui.inspector.layers import SingleFlight
 from gemma4_ui.media.decoding import MediaError, MediaItem
@@ -158,6 +159,7 @@ class UserSession:
         self.declared: list[dict] = []  # schemas, in the order declared
         self.turns = TurnControl()
         self.uploads = DecodedUploads()
+        self.exports = transcript.ExportFolder()  # the files of this user's last export
         self._tools: ToolRegistry | None = None
         # The conversation a turn on its way generates from (queued, or streaming): what the
         # inspector shows meanwhile, since the session's conversation is only updated as the

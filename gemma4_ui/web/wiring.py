@@ -262,11 +262,9 @@ def _wire_files(w: _Wiring) -> None:
     handlers, layout, chat, inspector, tools = w.handlers, w.layout, w.layout.chat, w.layout.inspector, w.layout.tools
     conversation, session, options = layout.conversation, layout.session, layout.option_inputs
     empty, private, after = inspect.Parameter.empty, w.private, w.after
-    enabled = layout.options["enabled_tools"]
     export = with_options(handlers, handlers.files.export_files, [("conversation", empty), ("session", empty)])
     inspector.export.click(export, [conversation, session, *options], inspector.exported, api_name="export")
-    loaded = LoadOutputs(history=chat.history, live=chat.live, conversation=conversation,
-                         system_prompt=layout.options["system_prompt"], thinking=layout.options["thinking"],
-                         enabled=enabled, docs=tools.tool_docs)
+    loaded = LoadOutputs(history=chat.history, live=chat.live, conversation=conversation, docs=tools.tool_docs,
+                         **layout.options)
     inspector.upload_chat.upload(handlers.files.load_chat, [inspector.upload_chat, session], list(loaded),
                                  show_progress_on=[chat.live], **private).then(**after)

@@ -3,14 +3,13 @@ back with its settings and declared tools."""
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import gradio as gr
 
 from gemma4_ui.core import transcript
 from gemma4_ui.core.conversation import Conversation
-from gemma4_ui.core.options import ChatOptions
+from gemma4_ui.core.options import USER_OPTIONS, ChatOptions
 from gemma4_ui.core.prompt import build_spec, template_text
 from gemma4_ui.tools.registry import ToolSchemaError
 from gemma4_ui.web.display import settled
@@ -29,7 +28,7 @@ class FileHandlers:
         """The /export endpoint: the conversation (media embedded) and its raw template (what
         apply_chat_template makes of it with these settings; empty where the processor is not
         available), as files."""
-        folder = Path(tempfile.mkdtemp(prefix="gemma4_export_"))
+        folder = session.exports.path()
         chat_path, template_path = folder / "gemma4_conversation.json", folder / "gemma4_prompt.txt"
         chat_path.write_text(transcript.dumps(conversation, options, session.declared), encoding="utf-8")
         spec = build_spec(conversation, options, session.tools(), self.shared.engine.audio_first)
@@ -61,6 +60,8 @@ class FileHandlers:
         enabled = [name for name in options.enabled_tools if tools.get(name)]
         gr.Info("Conversation loaded.", duration=3)  # a toast restyles the page every frame it is up
         history, live = settled(loaded.conversation)
-        return LoadOutputs(history=history, live=live, conversation=loaded.conversation,
-                           system_prompt=options.system_prompt, thinking=options.thinking,
-                           enabled=gr.update(choices=tool_choices(tools), value=enabled), docs=tools_markdown(tools))
+        # Each setting the file holds is restored; one it does not hold is left as the page has it.
+        shown = {name: getattr(options, name) if name in loaded.settings else gr.skip() for name in USER_OPTIONS}
+        shown["enabled_tools"] = gr.update(choices=tool_choices(tools), value=enabled)
+        return LoadOutputs(history=history, live=live, conversation=loaded.conversation, docs=tools_markdown(tools),
+                           **shown)

@@ -21,7 +21,7 @@ from gemma4_ui.core.options import ChatOptions
 from gemma4_ui.core.reply_data import reply_data
 from gemma4_ui.core.streaming import Live
 from gemma4_ui.core.transcript import last_reply
-from gemma4_ui.media.decoding import MediaError
+from gemma4_ui.media.decoding import MediaError, check_conversation_media
 from gemma4_ui.turns import Snapshot, TurnRunner
 from gemma4_ui.web.display import StreamingRender, edited_text, render, settled
 from gemma4_ui.web.gradio_compat.queue import enqueue_time
@@ -79,6 +79,7 @@ class ChatTurns:
             return StageOutputs(gr.update(), None, *lost_conversation(" Your message stays in the box."), gr.update())
         try:
             turn = self.shared.user_turn(draft, session)
+            check_conversation_media(conversation.media(), turn.media, self.shared.settings.limits)
         except MediaError as err:
             # Both stay until the user acts: the toast until closed, the notice until the
             # next message; the draft stays in the composer.
@@ -130,6 +131,7 @@ class ChatTurns:
         """The user's message, then its reply. A refused file hands the draft back."""
         try:
             turn = self.shared.user_turn(draft, session)
+            check_conversation_media(conversation.media(), turn.media, self.shared.settings.limits)
         except MediaError as err:
             yield Step(conversation, kind="settled", notice=str(err), restore=draft.as_value())
             return
