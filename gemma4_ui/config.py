@@ -88,6 +88,8 @@ class Settings:
     image_budget: int = 280  # soft tokens per image, one of IMAGE_BUDGETS
     tool_timeout: float = 10.0
     max_tool_rounds: int = 5
+    # A reply whose end is one piece of text written this many times over is stopped; 0: never.
+    repetition_guard: int = 4
     gpu_concurrency: int = 1
     request_timeout: float = 120.0
     # Generate in a child process that holds the model (local backend): the model's loop then
@@ -127,6 +129,8 @@ _OPTIONS = [
      f"default soft tokens per image, one of {', '.join(map(str, IMAGE_BUDGETS))}"),
     ("--tool-timeout", "GEMMA4_TOOL_TIMEOUT", "tool_timeout", float, "seconds a tool may run"),
     ("--max-tool-rounds", "GEMMA4_MAX_TOOL_ROUNDS", "max_tool_rounds", int, "default limit on tool rounds per reply"),
+    ("--repetition-guard", "GEMMA4_REPETITION_GUARD", "repetition_guard", int,
+     "stop a reply once its end repeats one piece of text this many times (0 = never)"),
     ("--gpu-concurrency", "GEMMA4_GPU_CONCURRENCY", "gpu_concurrency", int,
      "generations running at once; others wait in the queue"),
     ("--request-timeout", "GEMMA4_REQUEST_TIMEOUT", "request_timeout", float, "seconds to wait on a remote server"),
@@ -143,7 +147,7 @@ _LIMIT_OPTIONS = [
 
 # Values that parse but cannot work: (field, lowest, highest), None for no bound.
 _RANGES = [("port", 1, 65535), ("max_new_tokens", 1, None), ("max_new_tokens_cap", 1, None), ("tool_timeout", 0.1, None),
-           ("max_tool_rounds", 1, None), ("gpu_concurrency", 1, None), ("request_timeout", 0.1, None),
+           ("max_tool_rounds", 1, None), ("repetition_guard", 0, None), ("gpu_concurrency", 1, None), ("request_timeout", 0.1, None),
            ("max_file_mb", 0.001, None), ("max_files_per_message", 1, None), ("max_audio_seconds", 0.1, None),
            ("max_video_seconds", 0.1, None), ("max_video_frames", 1, None)]
 

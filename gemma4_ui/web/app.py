@@ -22,7 +22,7 @@ import gradio as gr
 
 from gemma4_ui.config import EXAMPLES_DIR, IMAGE_BUDGETS, Settings
 from gemma4_ui.core.conversation import Conversation
-from gemma4_ui.core.options import USER_OPTIONS, ChatOptions
+from gemma4_ui.core.options import MAX_REPETITION_GUARD, USER_OPTIONS, ChatOptions
 from gemma4_ui.inspector import probabilities_view
 from gemma4_ui.inspector.expanded_view import CSS as EXPANDED_VIEW_CSS
 from gemma4_ui.inspector.expanded_view import LEGEND as EXPANDED_LEGEND
@@ -305,9 +305,10 @@ def page_options() -> dict:
 CHAT_RENDERING = dict(latex_delimiters=[])
 
 
-def _examples() -> tuple[list[list], list[str]]:
+def _examples(default_tools: list[str]) -> tuple[list[list], list[str]]:
     """One example per capability, with the media shipped in assets/examples/: rows of
-    (composer, thinking, enabled tools), and their labels."""
+    (composer, thinking, enabled tools), and their labels. An example enables the tools it
+    needs on top of the session's default ones (the demo model starts with its tools on)."""
     def files(*names: str) -> list[str]:
         return [str(EXAMPLES_DIR / n) for n in names]
 
@@ -323,13 +324,15 @@ def _examples() -> tuple[list[list], list[str]]:
          ["get_current_weather"]),
         ("🧮 Calculator", {"text": "What's 17.5% of 2,340?", "files": []}, False, ["calculator"]),
     ]
+    rows = [(label, message, thinking, [*default_tools, *(t for t in tools if t not in default_tools)])
+            for label, message, thinking, tools in rows]
     return [list(row[1:]) for row in rows], [row[0] for row in rows]
 
 
-def _chat_examples() -> list[dict]:
+def _chat_examples(default_tools: list[str]) -> list[dict]:
     """The same examples inside the empty chat, where a phone's first screen shows them:
     one tap fills the composer (and the example's settings) as the gallery does."""
-    rows, labels = _examples()
+    rows, labels = _examples(default_tools)
     return [{"text": message["text"], "display_text": label} for (message, _, _), label in zip(rows, labels)]
 
 
@@ -439,14 +442,14 @@ class Layout:
         return [self.options[name] for name in USER_OPTIONS]
 
 
-def _chat_column() -> ChatColumn:
+def _chat_column(default_tools: list[str]) -> ChatColumn:
     # One scrolling box holds both Chatbots (display.py says why there are two); it follows
     # the newest message (CHAT_SCROLL_JS), theirs do not scroll.
     with gr.Column(elem_id="chatbot"):
         history = ChatHistory(
             elem_id="chat-history", show_label=False, editable="user", buttons=["copy"], autoscroll=False,
             placeholder="Ask something, attach an image, audio or video, or pick an example.",
-            group_consecutive_messages=False, examples=_chat_examples(), **CHAT_RENDERING,
+            group_consecutive_messages=False, examples=_chat_examples(default_tools), **CHAT_RENDERING,
         )
         live = gr.Chatbot(elem_id="chat-live", show_label=False, buttons=["copy"], autoscroll=False,
                           group_consecutive_messages=False, **CHAT_RENDERING)
@@ -536,6 +539,9 @@ def _settings_tab(defaults: ChatOptions, settings: Settings) -> dict:
         "top_k": gr.Slider(1, 256, value=defaults.top_k, step=1, label="Top-k"),
         "image_budget": gr.Radio(list(IMAGE_BUDGETS), value=defaults.image_budget, label="Image token budget",
                                  elem_id="image-budget"),
+        "repetition_guard": gr.Slider(0, MAX_REPETITION_GUARD, value=defaults.repetition_guard, step=1,
+                                      label="Repetition guard: stop a reply that repeats itself this many times "
+                                            "(0 = off)", elem_id="repetition-guard"),
     }
 
 
@@ -572,7 +578,7 @@ def build_layout(handlers: SharedChatHandlers) -> Layout:
 
     with gr.Row(equal_height=False):
         with gr.Column(scale=3, min_width=320, elem_id="chat-column"):
-            chat = _chat_column()
+            chat = _chat_column(defaults.enabled_tools)
         with gr.Column(scale=2, min_width=320, elem_id="side-column"):
             with gr.Tabs():
                 with gr.Tab("Inspector", id="inspector"):
@@ -582,7 +588,7 @@ def build_layout(handlers: SharedChatHandlers) -> Layout:
                 with gr.Tab("Tools", id="tools"):
                     tools, tool_options = _tools_tab(defaults, handlers.registry)
                     options.update(tool_options)
-            example_rows, example_labels = _examples()
+            example_rows, example_labels = _examples(defaults.enabled_tools)
             gr.Examples(example_rows, inputs=[chat.composer, options["thinking"], options["enabled_tools"]],
                         label="Examples", example_labels=example_labels, examples_per_page=len(example_rows),
                         elem_id="examples")
@@ -685,7 +691,7 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
                         **gpu)
 
     # 1d. An example in the empty chat fills the composer and the example's settings.
-    example_rows, _ = _examples()
+    example_rows, _ = _examples(handlers.default_options().enabled_tools)
 
     def pick_example(evt: gr.SelectData):
         message, thinking, tools_on = example_rows[evt.index]

@@ -273,6 +273,10 @@ class SharedChatHandlers:
             options.max_new_tokens = min(UNTRAINED_DEMO_MAX_NEW_TOKENS, options.max_new_tokens)
         if bundled and BUNDLED_TRAINED and self.settings.temperature == Settings.temperature:
             options.temperature = TRAINED_DEMO_TEMPERATURE
+        if bundled and BUNDLED_TRAINED and not options.enabled_tools:
+            # The demo model is there to show the protocol, tool calls first; a real checkpoint
+            # starts with no tool on, as its model card does.
+            options.enabled_tools = [spec.name for spec in self.registry.specs() if spec.source == "builtin"]
         return options
 
     # -- sending -----------------------------------------------------------------------------
