@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from gemma4_ui.core import repetition
 from gemma4_ui.core.conversation import AssistantTurn, Conversation, ToolRound, UserTurn
 from gemma4_ui.core.events import (
     Done,
@@ -25,7 +26,6 @@ from gemma4_ui.core.events import (
 )
 from gemma4_ui.core.live import Live
 from gemma4_ui.core.options import ChatOptions
-from gemma4_ui.core import repetition
 from gemma4_ui.core.prompt import build_spec
 from gemma4_ui.engines.base import Engine, GenerationRequest
 from gemma4_ui.tools.registry import ToolRegistry
