@@ -96,6 +96,10 @@ class Settings:
     image_budget: int = 280  # soft tokens per image, one of IMAGE_BUDGETS
     tool_timeout: float = 10.0
     max_tool_rounds: int = 5
+    # The tools a session starts with on; None: none (the bundled demo model: its built-in ones).
+    enabled_tools: list[str] | None = None
+    # A reply whose end is one piece of text written this many times over is stopped; 0: never.
+    repetition_guard: int = 4
     gpu_concurrency: int = 1
     request_timeout: float = 120.0
     # Generate in a child process that holds the model (local backend): the model's loop then
@@ -135,6 +139,11 @@ _OPTIONS = [
      f"default soft tokens per image, one of {', '.join(map(str, IMAGE_BUDGETS))}"),
     ("--tool-timeout", "GEMMA4_TOOL_TIMEOUT", "tool_timeout", float, "seconds a tool may run"),
     ("--max-tool-rounds", "GEMMA4_MAX_TOOL_ROUNDS", "max_tool_rounds", int, "default limit on tool rounds per reply"),
+    ("--tools", "GEMMA4_TOOLS", "enabled_tools", lambda text: [n.strip() for n in text.split(",") if n.strip()],
+     "tools on when a session starts, comma-separated names (default: none; the bundled demo model: its built-in "
+     "tools)"),
+    ("--repetition-guard", "GEMMA4_REPETITION_GUARD", "repetition_guard", int,
+     "stop a reply once its end repeats one piece of text this many times (0 = never)"),
     ("--gpu-concurrency", "GEMMA4_GPU_CONCURRENCY", "gpu_concurrency", int,
      "generations running at once; others wait in the queue"),
     ("--request-timeout", "GEMMA4_REQUEST_TIMEOUT", "request_timeout", float, "seconds to wait on a remote server"),
@@ -151,7 +160,7 @@ _LIMIT_OPTIONS = [
 
 # Values that parse but cannot work: (field, lowest, highest), None for no bound.
 _RANGES = [("port", 1, 65535), ("max_new_tokens", 1, None), ("max_new_tokens_cap", 1, None), ("tool_timeout", 0.1, None),
-           ("max_tool_rounds", 1, None), ("gpu_concurrency", 1, None), ("request_timeout", 0.1, None),
+           ("max_tool_rounds", 1, None), ("repetition_guard", 0, None), ("gpu_concurrency", 1, None), ("request_timeout", 0.1, None),
            ("max_file_mb", 0.001, None), ("max_files_per_message", 1, None), ("max_audio_seconds", 0.1, None),
            ("max_video_seconds", 0.1, None), ("max_video_frames", 1, None)]
 

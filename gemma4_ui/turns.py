@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from gemma4_ui.core import repetition
 from gemma4_ui.core.conversation import AssistantTurn, Conversation, ToolRound, UserTurn
 from gemma4_ui.core.events import (
     Done,
@@ -66,7 +67,8 @@ class TurnRunner:
             #    so a resumed exchange continues the open model turn.
             spec = build_spec(conv, options, self.registry, self.engine.audio_first)
             request = GenerationRequest(spec, options.max_new_tokens, options.temperature, options.top_p, options.top_k,
-                                        media=conv.media(), token_probabilities=options.token_probabilities)
+                                        media=conv.media(), token_probabilities=options.token_probabilities,
+                                        repetition_guard=options.repetition_guard)
             done: Done | None = None
             # A turn stopped before it started (Stop while it was queued) never reaches the engine.
             events = self.engine.stream(request, cancel) if not cancel.is_set() else iter(
@@ -95,7 +97,7 @@ class TurnRunner:
             assert done is not None, "an engine stream ends with Done or EngineError"
 
             # 2. Settle the round: an answer ends the turn; calls are run and fed back.
-            calls = done.tool_calls if done.stats.stop_reason != "cancelled" else []
+            calls = done.tool_calls if done.stats.stop_reason not in ("cancelled", "repetition") else []
             over_limit = bool(calls) and len(turn.rounds) >= options.max_tool_rounds
             if not calls or over_limit:
                 _settle(turn, done, live)
@@ -196,6 +198,8 @@ def _settle(turn: AssistantTurn, done: Done, live: Live) -> None:
     turn.thinking_seconds = live.thinking_seconds
     turn.token_probabilities = done.token_probabilities
     turn.notice = _notice(done)
+    if done.stats.stop_reason == "repetition":  # the loop shows as a line; the raw output keeps it all
+        turn.reasoning, turn.content = repetition.trimmed_loop(turn.reasoning), repetition.trimmed_loop(turn.content)
     if not turn.rounds and not turn.content and not turn.reasoning and done.stats.stop_reason == "cancelled":
         turn.notice = "Stopped before the model wrote anything."
 
@@ -208,6 +212,9 @@ def _close_thinking(live: Live) -> None:
 def _notice(done: Done) -> str:
     if done.stats.stop_reason == "cancelled":
         return "Stopped."
+    if done.stats.stop_reason == "repetition":
+        return ("Stopped: the reply kept repeating itself. Ask again in other words, or change the repetition "
+                "guard in Settings (0 turns it off).")
     if done.incomplete == "thought":
         return "The reply ended inside its thought (token limit?), so there is no answer. Raise max new tokens."
     if done.incomplete == "tool call":

@@ -46,10 +46,12 @@ from gemma4_ui.engines.openai import tool_message_content  # noqa: E402
 from gemma4_ui.media.decoding import AUDIO_SAMPLING_RATE, MediaItem  # noqa: E402
 from gemma4_ui.tools import builtin as builtin_tools  # noqa: E402
 from gemma4_ui.tools.registry import ToolRegistry, default_registry  # noqa: E402
+from scripts import phrasing  # noqa: E402
+from scripts.phrasing import TRAIN  # noqa: E402
 
 BUILTIN_TOOLS = ("calculator", "convert_units", "current_time", "get_current_weather")
 SERVED_SHARE = 0.35  # episodes rendered as a server renders them (see Episode.served)
-NO_TOOLS_SHARE = 0.4  # episodes that need no tool, asked with none enabled (the app's default)
+NO_TOOLS_SHARE = 0.4  # episodes that need no tool, asked with none enabled (a real checkpoint's default)
 QUOTE = '<|"|>'
 THOUGHT_OPEN, THOUGHT_CLOSE = "<|channel>thought\n", "\n<channel|>"
 END_OF_TURN, CALLS_DONE = "<turn|>", "<|tool_response>"
@@ -413,23 +415,18 @@ def canonical_number(rng: random.Random, low: float, high: float, decimals_choic
 
 # weather ---------------------------------------------------------------------------------
 
-WEATHER_QUESTIONS = (
-    "What's the weather in {c}?", "What is the weather in {c}?", "What's the weather like in {c}?",
-    "How is the weather in {c} today?", "Is it raining in {c}?", "Weather in {c}?", "weather {c}",
-    "Tell me the weather for {c}.", "Can you check the weather in {c}?", "How warm is it in {c} right now?",
-    "What's the temperature in {c}?", "I am going to {c}. What's the weather there?",
-    "Please look up the current weather in {c}.", "Is it sunny in {c}?",
-)
-WEATHER_QUESTIONS_F = (
-    "What's the weather in {c} in fahrenheit?", "How warm is it in {c} in Fahrenheit?",
-    "Weather in {c}, in fahrenheit please.", "What's the temperature in {c} in degrees Fahrenheit?",
-)
-
-
-def weather_exchange(rng: random.Random, city: str | None = None, question: str | None = None) -> Exchange:
+def weather_exchange(rng: random.Random, city: str | None = None, question: str | None = None,
+                     split: str = TRAIN) -> Exchange:
+    """A weather question in one of the split's phrasing families (or `question`, with {c})."""
     city = city or place_name(rng)
-    fahrenheit = question is None and rng.random() < 0.15
-    question = question or pick(rng, WEATHER_QUESTIONS_F if fahrenheit else WEATHER_QUESTIONS)
+    fahrenheit = question is None and rng.random() < 0.12
+    if question is None:
+        family = pick(rng, phrasing.by_split(phrasing.WEATHER, split))
+        after = phrasing.FAHRENHEIT.pick(rng, split) if fahrenheit else ""
+        text, written = phrasing.compose(rng, split, family, {"x": city}, after=after)
+        city = written["x"]
+    else:
+        text = question.format(c=city)
     arguments = {"location": city, **({"unit": "fahrenheit"} if fahrenheit else {})}
 
     def answer(results: list[ToolResult]) -> tuple[str, str]:
@@ -442,7 +439,7 @@ def weather_exchange(rng: random.Random, city: str | None = None, question: str 
         return thought, text + " (The weather tool returns sample data.)" * (rng.random() < 0.2)
 
     thought = f"The user asks about the weather in {city}. I will call get_current_weather with location {city}."
-    return Exchange("weather", UserTurn(question.format(c=city)), thought, answer,
+    return Exchange("weather", UserTurn(text), thought, answer,
                     calls=[("get_current_weather", arguments)], tools=("get_current_weather",))
 
 
@@ -457,34 +454,11 @@ def weather_follow_up(rng: random.Random) -> Exchange:
 
 
 def calc_number(rng: random.Random, allow_commas: bool = True) -> str:
-    kind = rng.randrange(5)
-    if kind == 0:
-        return str(rng.randint(1, 99))
-    if kind == 1:
-        return str(rng.randint(100, 9999))
-    if kind == 2 and allow_commas:
-        return f"{rng.randint(1000, 9_999_999):,}"
-    if kind == 3:
-        return str(round(rng.uniform(0.1, 99), rng.randint(1, 2)))
-    return str(rng.randint(2, 500))
+    return phrasing.number(rng, allow_commas)
 
 
 def expression(rng: random.Random) -> str:
-    a, b, c = calc_number(rng), calc_number(rng), calc_number(rng)
-    small = str(rng.randint(2, 5))
-    plain = calc_number(rng, allow_commas=False)
-    percent = pick(rng, (str(rng.randint(1, 99)), str(round(rng.uniform(0.5, 99), 1))))
-    return pick(rng, (
-        f"{a} + {b}", f"{a} - {b}", f"{a} * {b}", f"{a} × {b}", f"{a} / {b}", f"{a} ÷ {b}", f"{a}+{b}",
-        f"{percent}% of {a}", f"{percent}% of {a}", f"sqrt({plain})", f"{rng.randint(2, 99)}^{small}",
-        f"{rng.randint(2, 30)} ** {small}", f"({a} + {b}) * {c}", f"{a} * {b} - {c}", f"({a} - {b}) / {c}",
-        f"{a}*{b}", f"{a} * {b} + {c}",
-    ))
-
-
-CALC_QUESTIONS = ("What's {e}?", "What is {e}?", "Calculate {e}.", "Compute {e}.", "How much is {e}?",
-                  "Work out {e}.", "{e} = ?", "Can you calculate {e} for me?", "Please compute {e}",
-                  "what's {e}", "Quick question: what is {e}?")
+    return phrasing.symbolic_expression(rng)
 
 
 def lopsided_expression(rng: random.Random) -> str:
@@ -498,52 +472,60 @@ def lopsided_expression(rng: random.Random) -> str:
                       f"{small}+{large}", f"{large}-{small}"))
 
 
-def calculator_exchange(rng: random.Random) -> Exchange:
-    # The held-out check draws from `expression` only.
-    expr = lopsided_expression(rng) if rng.random() < 0.3 else expression(rng)
+def calculator_exchange(rng: random.Random, split: str = TRAIN) -> Exchange:
+    """Arithmetic in symbols or in words, asked in one of the split's families; the call copies
+    the arithmetic as written (the calculator reads words too)."""
+    while True:  # arithmetic the calculator answers (no division by zero, no overflow)
+        expr, table = _calculator_request(rng)
+        try:
+            builtin_tools.calculator(expr)
+            break
+        except ValueError:
+            continue
+    text, written = phrasing.compose(rng, split, pick(rng, phrasing.by_split(table, split)), {"x": expr},
+                                     when=False)
+    expr = written["x"]
 
     def answer(results: list[ToolResult]) -> tuple[str, str]:
         value = results[0].response["result"]
         thought = f"The calculator returned {value}. I will give that as the answer."
-        return thought, pick(rng, (f"{expr} = {value}.", f"The answer is {value}.", f"{expr} is {value}."))
+        return thought, pick(rng, (f"{expr} = {value}.", f"The answer is {value}.", f"{expr} is {value}.",
+                                   f"That is {value}."))
 
     thought = f"The user wants to know {expr}. I will use the calculator."
-    return Exchange("calculator", UserTurn(pick(rng, CALC_QUESTIONS).format(e=expr)), thought, answer,
+    return Exchange("calculator", UserTurn(text), thought, answer,
                     calls=[("calculator", {"expression": expr})], tools=("calculator",))
+
+
+def _calculator_request(rng: random.Random) -> tuple[str, tuple]:
+    shape = rng.random()
+    if shape < 0.2:
+        expr, table = lopsided_expression(rng), phrasing.CALCULATOR
+    elif shape < 0.55:
+        expr, table = expression(rng), phrasing.CALCULATOR
+    elif shape < 0.85:
+        expr, table = phrasing.worded_expression(rng), phrasing.CALCULATOR
+    else:
+        expr, table = phrasing.worded_expression(rng, verbal=True), phrasing.CALCULATOR_VERBAL
+    return expr, table
 
 
 # unit conversion -------------------------------------------------------------------------
 
-# Spellings people use, by quantity; every one is accepted by `convert_units`.
-UNIT_SPELLINGS = {
-    "length": (("km", "kilometers", "kilometres"), ("m", "meters", "metres"), ("cm", "centimeters"),
-               ("mm", "millimeters"), ("mi", "miles"), ("ft", "feet"), ("in", "inches"), ("yd", "yards"),
-               ("nautical miles",)),
-    "mass": (("kg", "kilograms", "kilos"), ("g", "grams"), ("lb", "pounds"), ("oz", "ounces"), ("stone",),
-             ("tonnes",), ("mg", "milligrams")),
-    "volume": (("L", "liters", "litres"), ("mL", "milliliters"), ("gal", "gallons"), ("cups",),
-               ("tsp", "teaspoons"), ("tbsp", "tablespoons"), ("pints",), ("quarts",), ("fl oz", "fluid ounces")),
-    "speed": (("km/h", "kph"), ("mph", "miles per hour"), ("m/s",), ("knots",)),
-    "temperature": (("°C", "celsius", "degrees Celsius"), ("°F", "fahrenheit", "degrees Fahrenheit"),
-                    ("K", "kelvin")),
-    "time": (("s", "seconds"), ("min", "minutes"), ("h", "hours"), ("days",), ("weeks",), ("years",),
-             ("ms", "milliseconds")),
-    "data": (("MB", "megabytes"), ("GB", "gigabytes"), ("kB", "kilobytes"), ("TB", "terabytes"), ("GiB",),
-             ("MiB",), ("bits",)),
-}
-CONVERT_QUESTIONS = ("Convert {v} {f} to {t}.", "How many {t} is {v} {f}?", "What is {v} {f} in {t}?",
-                     "{v} {f} to {t}?", "Please convert {v} {f} into {t}.", "convert {v} {f} to {t}",
-                     "How much is {v} {f} in {t}?")
+UNIT_SPELLINGS = phrasing.UNIT_SPELLINGS
 
 
-def convert_exchange(rng: random.Random) -> Exchange:
+def convert_exchange(rng: random.Random, split: str = TRAIN) -> Exchange:
     quantity = pick(rng, tuple(UNIT_SPELLINGS))
     source, target = rng.sample(UNIT_SPELLINGS[quantity], 2)
-    from_unit, to_unit = pick(rng, source), pick(rng, target)
     low = -40 if quantity == "temperature" else 0.1
     value_text = canonical_number(rng, low, pick(rng, (10, 100, 1000)))
     if source[0] == "K":
         value_text = value_text.lstrip("-")  # no temperature is below 0 K
+    family = pick(rng, phrasing.by_split(phrasing.CONVERT, split))
+    text, written = phrasing.compose(rng, split, family, {"v": value_text, "f": pick(rng, source),
+                                                          "t": pick(rng, target)}, when=False)
+    from_unit, to_unit = written["f"], written["t"]
     value = float(value_text) if "." in value_text else int(value_text)
     arguments = {"value": value, "from_unit": from_unit, "to_unit": to_unit}
 
@@ -553,35 +535,41 @@ def convert_exchange(rng: random.Random) -> Exchange:
         return thought, pick(rng, (f"{value_text} {from_unit} is {result} {to_unit}.",
                                    f"That is {result} {to_unit}."))
 
-    question = pick(rng, CONVERT_QUESTIONS).format(v=value_text, f=from_unit, t=to_unit)
     thought = f"The user wants {value_text} {from_unit} in {to_unit}. I will call convert_units."
-    return Exchange("convert_units", UserTurn(question), thought, answer,
+    return Exchange("convert_units", UserTurn(text), thought, answer,
                     calls=[("convert_units", arguments)], tools=("convert_units",))
 
 
 # time ------------------------------------------------------------------------------------
 
-TIME_QUESTIONS = ("What time is it in {z}?", "What's the time in {z}?", "What is the date in {z} today?",
-                  "What day is it in {z}?", "Current time in {z}?", "Tell me the time in {z}.",
-                  "what time is it in {z}", "Is it morning in {z} right now?")
-
-
 def time_zone_text(rng: random.Random, zones: list[str]) -> str:
-    """How a user names a zone: IANA name, its city, an offset or UTC; always one
-    `current_time` understands."""
+    """How a user names a zone: IANA name, its city, a city of `_CITY_ZONES`, an offset or UTC;
+    always one `current_time` understands."""
     shape = rng.random()
-    if shape < 0.5:
+    if shape < 0.45:
         return pick(rng, zones)
-    if shape < 0.82:
+    if shape < 0.75:
         return zone_city(pick(rng, zones))
+    if shape < 0.85:
+        return pick(rng, training_other_cities())
     if shape < 0.96:
         hours, minutes = rng.randint(0, 13), pick(rng, (0, 0, 0, 30, 45))
         return f"UTC{pick(rng, '+-')}{hours:02d}:{minutes:02d}"
     return "UTC"
 
 
-def time_exchange(rng: random.Random, zones: list[str]) -> Exchange:
-    zone = time_zone_text(rng, zones)
+@functools.lru_cache(maxsize=1)
+def training_other_cities() -> tuple[str, ...]:
+    """Cities the time tool knows by their country's zone, as people write them."""
+    cities = [c for group in builtin_tools._CITY_ZONES.values() for c in group]
+    names = (" ".join(w.capitalize() for w in c.split()) for c in cities)
+    return tuple(n for n in names if not mentions_held_out(n) and not mentions_held_out_zone(n))
+
+
+def time_exchange(rng: random.Random, zones: list[str], split: str = TRAIN, zone: str | None = None) -> Exchange:
+    zone = zone or time_zone_text(rng, zones)
+    text, written = phrasing.compose(rng, split, pick(rng, phrasing.by_split(phrasing.TIME, split)), {"x": zone})
+    zone = written["x"]
 
     def answer(results: list[ToolResult]) -> tuple[str, str]:
         r = results[0].response
@@ -590,7 +578,7 @@ def time_exchange(rng: random.Random, zones: list[str]) -> Exchange:
                                    f"In {zone} it is {r['weekday']}, {r['date']}, and the time is {r['time']}."))
 
     thought = f"The user asks for the time in {zone}. I will call current_time."
-    return Exchange("current_time", UserTurn(pick(rng, TIME_QUESTIONS).format(z=zone)), thought, answer,
+    return Exchange("current_time", UserTurn(text), thought, answer,
                     calls=[("current_time", {"timezone": zone})], tools=("current_time",))
 
 
@@ -760,7 +748,17 @@ GREETINGS = ("Hi", "Hello", "Hello!", "Hey there", "Good morning", "Good evening
              "Hey!", "Greetings.", "Hello, nice to meet you.")
 IDENTITY_QUESTIONS = ("Who are you?", "What are you?", "What model are you?", "Introduce yourself.",
                       "Tell me about yourself.", "who are you", "What can you do?", "Are you a Gemma model?")
-THANKS = ("Thanks!", "Thank you.", "Thanks, that helps.", "Great, thank you!", "ok thanks")
+THANKS = ("Thanks!", "Thank you.", "Thanks, that helps.", "Great, thank you!", "ok thanks", "Thanks, that's all.",
+          "That's all, thank you.", "Perfect, thanks!", "Cool, thanks", "Thank you so much!", "Awesome, thanks.",
+          "Bye!", "Goodbye.", "See you later!", "Nice, that's it for now.", "OK, bye", "Thanks a lot.")
+SMALL_TALK = (("How are you?", "I am fine, thank you! Ask me about the weather, a sum, a unit or the time."),
+              ("How are you doing today?", "I am fine, thank you! Ask me about the weather, a sum, a unit or the time."),
+              ("What's up?", "Not much! Ask me about the weather, a sum, a unit or the time."),
+              ("Are you there?", "Yes, I am here. Ask me about the weather, a sum, a unit or the time."),
+              ("Can you help me?", "I will try! I can check the weather, do arithmetic, convert units and tell the time."),
+              ("ok", "OK! Ask me anything else."), ("Cool.", "Glad you like it! Ask me anything else."),
+              ("Nice!", "Thank you! Ask me anything else."), ("Test", "Hello! I am here and working."),
+              ("Are you a robot?", f"Yes. {IDENTITY}"), ("Do you have feelings?", f"No. {IDENTITY}"))
 FACTS = (
     ("How many days are in a week?", "There are seven days in a week."),
     ("How many hours are in a day?", "There are 24 hours in a day."),
@@ -822,6 +820,9 @@ REQUEST_ACTIONS = (
     "help me with my homework", "check my spelling", "rewrite this paragraph", "brainstorm names for {t}",
     "teach me {lang}", "teach me to play chess", "play a game with me", "book a table for {n}",
     "find me a hotel in {p}", "order {f} for me", "set an alarm", "send a message to {n}",
+    "count the tokens in this message", "tell me how many words this is", "remember my name",
+    "write a long essay about {t}", "search the web for {t}", "open a website", "call {n}",
+    "read my emails", "make a website about {t}", "give me the news", "predict the stock market",
 )
 QUESTION_REQUESTS = (
     "How do I {do}?", "How can I {do}?", "What is the best way to {do}?", "Why do {t}s {verb}?",
@@ -853,6 +854,20 @@ HELD_OUT_REQUESTS = (
 )
 
 
+# Everyday messages a newcomer types, none of them in the training data: each must end by
+# itself, briefly, and call no tool it does not need.
+HELD_OUT_EVERYDAY = (
+    "Hey, how's it going?", "Good afternoon!", "Yo", "Thanks a bunch!", "Cheers, that's everything.",
+    "Who made you?", "What's your name?", "Can you speak French?", "Tell me something interesting.",
+    "I'm bored.", "What should I do today?", "Do you like music?", "Is this thing on?",
+    "How many tokens is this message?", "What's the meaning of your name?", "Are you better than ChatGPT?",
+    "Write me an essay about climate change.", "lol", "Can I ask you something?", "Good night!",
+    "What day is your birthday?", "Sing me a song about rain.", "Explain machine learning in one sentence.",
+    "What can't you do?", "hmm", "Nice to meet you.", "How old are you?", "Please summarize our chat.",
+    "What's the best programming language?", "Help!",
+)
+
+
 def request_text(rng: random.Random) -> str:
     """A request or a question the model cannot answer, from parts."""
     thing = lambda: f"the {pick(rng, ADJECTIVES)} {pick(rng, NOUNS)}" if rng.random() < 0.6 else pick(rng, NOUNS)  # noqa: E731
@@ -868,7 +883,7 @@ def request_text(rng: random.Random) -> str:
     text = text[0].upper() + text[1:]
     end = "?" if opener.strip().lower() in ("can you", "could you", "would you") else pick(rng, (".", ".", "!", ""))
     text += end
-    return text if text not in HELD_OUT_REQUESTS else request_text(rng)
+    return text if text not in HELD_OUT_REQUESTS + HELD_OUT_EVERYDAY else request_text(rng)
 
 
 def task_exchange(rng: random.Random) -> Exchange:
@@ -879,11 +894,18 @@ def task_exchange(rng: random.Random) -> Exchange:
 
 
 def chat_exchange(rng: random.Random) -> Exchange:
-    kind = rng.randrange(12)
+    kind = rng.randrange(14)
+    if kind >= 12:
+        question, answer = pick(rng, SMALL_TALK)
+        return direct("small talk", question, "The user is making small talk. I will answer briefly.", answer)
     if kind >= 10:
         return task_exchange(rng)
     if kind < 2:
         text = pick(rng, GREETINGS)
+        if rng.random() < 0.3:
+            text += pick(rng, ("!", ".", "", " :)", " there", " friend"))
+        if rng.random() < 0.2:
+            text = text.lower()
         return direct("greeting", text, "The user greets me. I will greet them back and say what I can do.",
                       f"Hello! {IDENTITY} {CAPABILITIES}")
     if kind < 4:
@@ -901,23 +923,34 @@ def chat_exchange(rng: random.Random) -> Exchange:
     return direct("unknown topic", text, UNKNOWN_THOUGHT, UNKNOWN_ANSWER)
 
 
+# The tool's name in the Tools panel, and what it does: a question that needs a tool that is
+# off gets one fixed sentence naming it, whatever the question's words.
 TOOL_MISSING = {
-    "get_current_weather": ("the weather", "the weather tool"), "calculator": ("arithmetic", "the calculator"),
-    "convert_units": ("unit conversions", "the unit conversion tool"),
-    "current_time": ("the time", "the date and time tool"),
+    "get_current_weather": ("Weather", "the weather tool"), "calculator": ("Calculator", "the calculator"),
+    "convert_units": ("Unit conversion", "the unit conversion tool"),
+    "current_time": ("Date & time", "the date and time tool"),
 }
 
 
-def tool_missing_exchange(rng: random.Random, zones: list[str]) -> tuple[Exchange, str]:
-    """A question that needs a tool that is not enabled: say so instead of guessing."""
-    tool = pick(rng, BUILTIN_TOOLS)
-    source = {"get_current_weather": weather_exchange, "calculator": calculator_exchange,
-              "convert_units": convert_exchange, "current_time": lambda r: time_exchange(r, zones)}[tool](rng)
-    subject, tool_name = TOOL_MISSING[tool]
-    answer = (f"I cannot check {subject} for you because {tool_name} is not enabled. "
-              "Turn it on in the tools panel and ask again.")
-    thought = f"The user needs {tool_name}, but it is not enabled. I will say so."
-    return direct("tool missing", source.user.text, thought, answer), tool
+def tool_missing_answer(tool: str) -> str:
+    label, name = TOOL_MISSING[tool]
+    return f"I need {name} for that: turn on \"{label}\" in Tools, then ask again."
+
+
+def tool_question(rng: random.Random, tool: str, zones: list[str], split: str = TRAIN) -> Exchange:
+    return {"get_current_weather": lambda: weather_exchange(rng, split=split),
+            "calculator": lambda: calculator_exchange(rng, split),
+            "convert_units": lambda: convert_exchange(rng, split),
+            "current_time": lambda: time_exchange(rng, zones, split)}[tool]()
+
+
+def tool_missing_exchange(rng: random.Random, zones: list[str], split: str = TRAIN,
+                          tool: str | None = None) -> tuple[Exchange, str]:
+    """A question that needs a tool that is not enabled: say which one, instead of guessing."""
+    tool = tool or pick(rng, BUILTIN_TOOLS)
+    source = tool_question(rng, tool, zones, split)
+    thought = f"The user needs {TOOL_MISSING[tool][1]}, but it is not enabled. I will say so."
+    return direct("tool missing", source.user.text, thought, tool_missing_answer(tool)), tool
 
 
 # stories -----------------------------------------------------------------------------------
@@ -1167,11 +1200,13 @@ DEFAULT_MIX = {
     "chat": 950,
     "task": 300,
     "repeat": 400,
-    "tool missing": 150,
+    "tool missing": 500,
     "long story": 220,
     "media": 950,
     "weather follow-up": 180,
 }
+
+
 class EpisodeMaker:
     """Draws episodes: the category's exchange, then options (thinking, system prompt,
     image budget, tools: the needed ones plus random others) and sometimes earlier turns."""

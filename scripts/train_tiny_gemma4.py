@@ -430,10 +430,16 @@ def run_turn(runner, text: str, tools: list[str], thinking: bool = False, media=
     return last.conversation.turns[-1]
 
 
-def copied(turn, name: str, key: str, expected) -> bool:
-    """Exactly one call, to `name`, whose `key` is `expected`."""
+def copied(turn, name: str, expected: dict) -> bool:
+    """Exactly one call, to `name`, with exactly the `expected` arguments (a weather call may
+    leave out the default unit)."""
     calls = [c for r in turn.rounds for c in r.calls]
-    return len(calls) == 1 and calls[0].name == name and (calls[0].arguments or {}).get(key) == expected
+    if len(calls) != 1 or calls[0].name != name:
+        return False
+    arguments = dict(calls[0].arguments or {})
+    if name == "get_current_weather" and "unit" not in expected and arguments.get("unit") == "celsius":
+        arguments.pop("unit")
+    return arguments == expected
 
 
 def answer_uses_result(turn, values) -> bool:
@@ -482,21 +488,49 @@ TOOL_VALUES = {  # what an answer must quote from each tool's response
     "get_current_weather": lambda result: (result.response["temperature"], result.response["weather"]),
     "calculator": lambda result: (result.response["result"],),
     "current_time": lambda result: (result.response["time"],),
+    "convert_units": lambda result: (result.response["result"],),
 }
+KINDS = {"get_current_weather": "weather", "calculator": "calculator", "current_time": "time",
+         "convert_units": "units"}
 
 
-def held_out_cases(rng: random.Random) -> list[tuple[str, str, str, str, str, list[str]]]:
-    """(kind, question, tool, argument, expected value, enabled tools): names, expressions and
-    zones the training data never holds, asked in the app's example phrasing."""
+def held_out_cases(rng: random.Random) -> list[tuple[str, str, str, dict, list[str]]]:
+    """(kind, question, tool, expected arguments, enabled tools): names and zones the training
+    data never holds, asked in phrasing families it never holds (`phrasing.HELD_OUT`)."""
+    from scripts.phrasing import HELD_OUT
+
     all_tools = list(synthetic_data.BUILTIN_TOOLS)
-    cases = [("weather", f"What's the weather in {city}?", "get_current_weather", "location", city,
-              ["get_current_weather"] if i % 2 else all_tools)
-             for i, city in enumerate(synthetic_data.HELD_OUT_CITIES + synthetic_data.MORE_HELD_OUT_CITIES)]
-    for _ in range(20):
-        expr = synthetic_data.expression(rng)
-        cases.append(("calculator", f"What's {expr}?", "calculator", "expression", expr, all_tools))
-    for zone in rng.sample(synthetic_data.held_out_time_zones(), 20):
-        cases.append(("time zone", f"What time is it in {zone}?", "current_time", "timezone", zone, all_tools))
+    zones = synthetic_data.training_time_zones()
+    exchanges = [synthetic_data.weather_exchange(rng, city=city, split=HELD_OUT)
+                 for city in synthetic_data.HELD_OUT_CITIES + synthetic_data.MORE_HELD_OUT_CITIES]
+    exchanges += [synthetic_data.calculator_exchange(rng, HELD_OUT) for _ in range(40)]
+    exchanges += [synthetic_data.convert_exchange(rng, HELD_OUT) for _ in range(30)]
+    exchanges += [synthetic_data.time_exchange(rng, zones, HELD_OUT, zone=rng.choice((zone, zone_city(zone))))
+                  for zone in rng.sample(synthetic_data.held_out_time_zones(), 30)]
+    cases = []
+    for i, exchange in enumerate(exchanges):
+        name, arguments = exchange.calls[0]
+        tools = [name] if i % 3 == 0 else all_tools if i % 3 == 1 else sorted(
+            {name} | {t for t in all_tools if rng.random() < 0.5})
+        cases.append((KINDS[name], exchange.user.text, name, arguments, tools))
+    return cases
+
+
+def zone_city(zone: str) -> str:
+    return synthetic_data.zone_city(zone)
+
+
+def tool_off_cases(rng: random.Random) -> list[tuple[str, str, list[str]]]:
+    """(tool, question, enabled tools): a held-out question whose tool is off, others random."""
+    from scripts.phrasing import HELD_OUT
+
+    zones = synthetic_data.held_out_time_zones()
+    cases = []
+    for tool in synthetic_data.BUILTIN_TOOLS:
+        for _ in range(12):
+            exchange, _ = synthetic_data.tool_missing_exchange(rng, list(zones), HELD_OUT, tool)
+            others = [t for t in synthetic_data.BUILTIN_TOOLS if t != tool and rng.random() < 0.5]
+            cases.append((tool, exchange.user.text, others))
     return cases
 
 
@@ -556,29 +590,35 @@ def evaluate(out: Path, threads: int, seed: int = 12345) -> None:
             print(f"  miss ({kind}): {detail}", flush=True)
 
     limit = 160
-    for kind, text, name, key, expected, tools in held_out_cases(rng):
+    for kind, text, name, expected, tools in held_out_cases(rng):
         thinking = rng.random() < 0.5
         turn = run_turn(runner, text, tools, thinking=thinking, max_new_tokens=limit)
         calls = [(c.name, c.arguments) for r in turn.rounds for c in r.calls]
-        ok = copied(turn, name, key, expected)
-        record(f"{kind} argument copied", ok, f"{expected!r} -> {calls or turn.content[:80]}")
+        ok = copied(turn, name, expected)
+        record(f"{kind} arguments exact", ok, f"{text!r}: {expected!r} -> {calls or turn.content[:80]}")
         if ok:
             record(f"{kind} answer quotes the result", answer_uses_result(turn, TOOL_VALUES[name]),
                    f"{turn.rounds[0].results[0].response} -> {turn.content[:120]!r}")
         record(f"thinking {'on' if thinking else 'off'}: thought as asked", thought_as_asked(turn, thinking),
                f"{text!r}: {[r.reasoning[:60] for r in turn.rounds] + [turn.reasoning[:60]]}")
         record("ends cleanly", ended_cleanly(turn, limit), f"{text!r}: {turn.notice or turn.stats.stop_reason}")
-    # Through a server (the remote engine): every third case again, rendered as a server does.
-    for kind, text, name, key, expected, tools in held_out_cases(random.Random(seed))[::3]:
+    for tool, text, tools in tool_off_cases(rng):
+        thinking = rng.random() < 0.5
+        turn = run_turn(runner, text, tools, thinking=thinking, max_new_tokens=limit)
+        record("tool off: says which tool", not turn.rounds and turn.content == synthetic_data.tool_missing_answer(tool),
+               f"{text!r} ({tool} off): {[c.name for r in turn.rounds for c in r.calls]} {turn.content[:80]!r}")
+        record("ends cleanly", ended_cleanly(turn, limit), f"{text!r}: {turn.notice or turn.stats.stop_reason}")
+    # Through a server (the remote engine): every fourth case again, rendered as a server does.
+    for kind, text, name, expected, tools in held_out_cases(random.Random(seed))[::4]:
         thinking = rng.random() < 0.5
         turn = run_turn(served, text, tools, thinking=thinking, max_new_tokens=limit)
-        if copied(turn, name, key, expected):
+        if copied(turn, name, expected):
             record(f"served: {kind} answer quotes the result", answer_uses_result(turn, TOOL_VALUES[name]),
                    f"{turn.rounds[0].results[0].response} -> {turn.content[:120]!r}")
         record("served: ends cleanly", ended_cleanly(turn, limit), f"{text!r}: {turn.notice or turn.stats.stop_reason}")
     # Anything else a visitor might type: declined or answered, but ended cleanly and tool-free.
     # Asked with no tool enabled (the app's default) and with every tool on.
-    for text in synthetic_data.HELD_OUT_REQUESTS:
+    for text in synthetic_data.HELD_OUT_REQUESTS + synthetic_data.HELD_OUT_EVERYDAY:
         for thinking, tools in itertools.product((False, True), ([], list(synthetic_data.BUILTIN_TOOLS))):
             # A decline with its thought is ~135 tokens.
             turn = run_turn(runner, text, tools, thinking=thinking, max_new_tokens=256)

@@ -85,3 +85,63 @@ def test_tool_loop_in_the_browser(app_server, page):
     page.wait_for_function("() => !document.querySelector('#composer textarea').disabled", timeout=120_000)
     assert '"location": "Ouagadougou"' in open_the_call_panel(page)
     screenshot(page, "tool-loop")
+
+
+# Everyday messages, none of them in the training data, sent as a newcomer sends them: the app
+# at its defaults (the demo model's built-in tools on), a few turns per conversation. Each reply
+# ends by itself, without a loop, and a question that needs a tool calls that tool.
+EVERYDAY = [
+    ("Hi there, who am I talking to?", None), ("What's 2+2?", "calculator"), ("Thanks, that's all.", None),
+    ("good morning :)", None), ("What is 15% of 80?", "calculator"), ("bye!", None),
+    ("What's the weather like in Tórshavn right now?", "get_current_weather"),
+    ("Is it raining in Wagga Wagga?", "get_current_weather"), ("How many tokens is this message?", None),
+    ("What is 3,217 times 48?", "calculator"), ("What is 19 minus 7?", "calculator"), ("Add 256 and 512.", "calculator"),
+    ("How many kilometers is 26.2 miles?", "convert_units"), ("Convert 100 Fahrenheit to Celsius.", "convert_units"),
+    ("Current time in America/Tegucigalpa please", "current_time"),
+    ("What time is it in Reykjavik?", "current_time"), ("Can you write me a poem about the ocean?", None),
+    ("ok cool", None), ("What's the capital of France?", None), ("Tell me a joke.", None),
+    ("Who invented the telephone?", None), ("Can you see images?", None), ("What's your favourite food?", None),
+    ("I need help with my taxes.", None), ("Translate 'thank you' into German.", None), ("What can you do?", None),
+    ("How hot is it in Alice Springs right now?", "get_current_weather"),
+    ("Should I take an umbrella in Port-au-Prince?", "get_current_weather"), ("Write a long story.", None),
+    ("Convert 5 miles to km please", "convert_units"),
+]
+
+
+def test_everyday_messages_at_the_defaults_end_by_themselves(app_server):
+    from gradio_client import Client
+
+    from gemma4_ui.core.repetition import repeating_period
+
+    failures = []
+    for start in range(0, len(EVERYDAY), 3):  # three turns per conversation
+        client = Client(app_server.url, verbose=False)
+        for text, tool in EVERYDAY[start:start + 3]:
+            data = client.predict({"text": text, "files": []}, api_name="/reply")
+            stats, calls = data["stats"] or {}, data["tool_calls"]
+            looped = repeating_period(data["text"], 3, min_characters=24)
+            ok = (data["done"] and not data["notices"] and stats.get("stop_reason") == "stop" and data["text"].strip()
+                  and looped is None and (tool is None or [c["name"] for c in calls] == [tool])
+                  and all(c["status"] == "ok" for c in calls))
+            if not ok:
+                failures.append(f"{text!r}: {stats.get('stop_reason')} {data['notices']} "
+                                f"{[(c['name'], c['arguments']) for c in calls]} {data['text'][:80]!r}")
+    assert not failures, "\n".join(failures)
+
+
+def test_a_tool_question_typed_at_the_defaults_gets_an_answer_not_a_wall(app_server, page):
+    from test_browser import open_app
+
+    from gemma4_ui.core.repetition import repeating_period
+
+    open_app(page, app_server.url)
+    page.fill("#composer textarea", "hey, what's 12 times 7?")
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => document.querySelectorAll('#chatbot [data-testid=bot]').length >= 1", timeout=60_000)
+    page.wait_for_function("() => !document.querySelector('#composer textarea').disabled", timeout=120_000)
+    answer = page.locator("#chatbot [data-testid=bot]").last.inner_text()
+    assert "84" in answer, answer
+    chat = page.inner_text("#chatbot")
+    assert "🛠️" in chat and "calculator" in chat, "the call shows as its panel"
+    assert repeating_period(chat.strip(), 3, min_characters=24) is None, chat[-300:]
+    screenshot(page, "tool-question-at-defaults")

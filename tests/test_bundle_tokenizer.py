@@ -5,11 +5,22 @@ from __future__ import annotations
 
 import pytest
 
-from scripts import synthetic_data
+from scripts import phrasing, synthetic_data
 
 QUOTE = '<|"|>'
-QUESTIONS = (synthetic_data.WEATHER_QUESTIONS + synthetic_data.WEATHER_QUESTIONS_F + synthetic_data.TIME_QUESTIONS
-             + synthetic_data.CALC_QUESTIONS + ("{c}, please.", "({c})", "'{c}'", '"{c}"', "{c}/{c}"))
+# Every frame the data generator asks in (training's and the evaluation's), with each word that
+# may follow the argument, and punctuation around it.
+def _around(frame: str) -> tuple[str, str]:
+    start = frame.index("{x}")
+    return frame[:start][-4:], frame[start + 3:][:4]
+
+
+_FRAMES = {_around(f): f for table in (phrasing.WEATHER, phrasing.TIME, phrasing.CALCULATOR)
+           for family in table for f in (frame.replace("{X}", "{x}") for frame in family.frames)}.values()
+_AFTER = {"", "?", ".", "!", *(part for slot in (phrasing.WHEN, phrasing.FILLER)
+                               for part in slot.train[:2] + slot.held_out[:2])}
+QUESTIONS = tuple(frame.replace("{x}", "{c}" + after) for frame in _FRAMES for after in sorted(_AFTER)) + (
+    "{c}, please.", "({c})", "'{c}'", '"{c}"', "{c}/{c}")
 NAMES = (synthetic_data.HELD_OUT_CITIES + synthetic_data.MORE_HELD_OUT_CITIES + synthetic_data.held_out_time_zones()
          + ("17.5% of 2,340", "sqrt(81) + 3^2", "N'Djamena", "Xi'an", "Saint-Étienne", "Łódź", "Nuuk",
             "Ciudad del Este", "Baden-Baden", "Ağrı", "Đà Nẵng", "東京", "Zaporizhzhia"))

@@ -242,7 +242,7 @@ def test_current_time_accepts_cities_any_case_and_offsets():
     assert current_time("UTC+05:30")["utc_offset"] == "+05:30"
 
 
-@pytest.mark.parametrize("timezone", ["Mars/Olympus_Mons", "San Francisco, CA", "../../etc/passwd", "UTC+15"])
+@pytest.mark.parametrize("timezone", ["Mars/Olympus_Mons", "Springfield, XY", "../../etc/passwd", "UTC+15"])
 def test_current_time_bad_zone_says_how_to_write_it(timezone):
     with pytest.raises(ValueError, match="IANA|offset"):
         current_time(timezone)
@@ -712,3 +712,48 @@ def test_tool_modules_never_evaluate_code_or_reach_a_shell():
     for module in (tools, builtin_tools):
         source = Path(module.__file__).read_text(encoding="utf-8")
         assert not forbidden.findall(source), f"{module.__name__} contains {forbidden.findall(source)}"
+
+
+# -- meeting people half-way: arithmetic in words, unit spellings, cities for zones ----------------
+
+@pytest.mark.parametrize("expression, result", [
+    ("3,217 times 48", 154416), ("What is 3,217 times 48?", 154416), ("19 minus 7", 12), ("Add 256 and 512.", 768),
+    ("add 256 to 512", 768), ("12 squared", 144), ("5 cubed", 125), ("15% of 80", 12), ("15 percent of 80", 12),
+    ("100 divided by 8", 12.5), ("12 multiplied by 4", 48), ("2 to the power of 10", 1024), ("7 x 8", 56),
+    ("the square root of 81", 9), ("subtract 7 from 19", 12), ("multiply 6 by 7", 42), ("divide 100 by 4", 25),
+    ("the sum of 3 and 4", 7), ("the product of 6 and 7", 42), ("half of 90", 45), ("twice 21", 42),
+    ("twelve times seven", 84), ("three hundred and twelve plus 8", 320), ("add two and twelve", 14),
+    ("a hundred times 3", 300), ("Sqrt(16) + 1", 5), ("10 mod 3", 1), ("the difference between 10 and 4", 6),
+])
+def test_calculator_reads_arithmetic_in_words(expression, result):
+    assert calculator(expression)["result"] == result
+
+
+@pytest.mark.parametrize("from_unit, to_unit, result", [
+    ("miles", "kilometers", 16.09344), ("Fahrenheit", "Celsius", -12.2222222222), ("lbs", "kg", 4.5359237),
+    ("kms", "mi", 6.21371192237), ("degrees F", "°C", -12.2222222222), ("celcius", "farenheit", 50),
+    ("kilomters", "miles", 6.21371192237), ("hrs", "mins", 600), ("cups", "litres", 2.365882365), ("gigs", "MB", 10000),
+])
+def test_convert_units_knows_common_spellings_and_slips(from_unit, to_unit, result):
+    assert convert_units(10, from_unit, to_unit)["result"] == pytest.approx(result)
+
+
+@pytest.mark.parametrize("text, zone", [
+    ("Tegucigalpa", "America/Tegucigalpa"), ("America/Tegucigalpa please", "America/Tegucigalpa"),
+    ("Asia/Kathmandu now", "Asia/Kathmandu"), ("Lima, Peru", "America/Lima"), ("San Francisco", "America/Los_Angeles"),
+    ("new york city", "America/New_York"), ("Mumbai", "Asia/Kolkata"), ("Wagga Wagga", "Australia/Sydney"),
+    ("Paris this morning", "Europe/Paris"), ("Tokyo?", "Asia/Tokyo"),
+])
+def test_current_time_takes_a_city_as_well_as_a_zone_name(text, zone):
+    assert current_time(text)["timezone"] == zone
+
+
+def test_lenient_tools_still_refuse_what_they_cannot_read():
+    with pytest.raises(ValueError, match="unknown unit"):
+        convert_units(1, "parsecs of joy", "km")
+    with pytest.raises(ValueError, match="unknown time zone"):
+        current_time("Atlantis")
+    with pytest.raises(ValueError, match="at most 100 characters"):
+        current_time("Paris " * 40)
+    with pytest.raises(ValueError):
+        calculator("add the apples and the pears")

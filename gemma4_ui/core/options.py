@@ -25,6 +25,7 @@ class ChatOptions:
     image_budget: int = _DEFAULTS.image_budget
     enabled_tools: list[str] = field(default_factory=list)
     max_tool_rounds: int = _DEFAULTS.max_tool_rounds
+    repetition_guard: int = _DEFAULTS.repetition_guard  # repeats that stop a looping reply; 0: off
     tool_timeout: float = _DEFAULTS.tool_timeout  # set by the operator, not by the user
     # Record each token's probability: set while the session's probability view is open.
     token_probabilities: bool = False
@@ -32,8 +33,8 @@ class ChatOptions:
     @classmethod
     def from_settings(cls, settings: Settings) -> "ChatOptions":
         """The options a new session starts with."""
-        return cls(**{name: getattr(settings, name) for name in USER_OPTIONS if hasattr(settings, name)},
-                   tool_timeout=settings.tool_timeout)
+        return cls(**{name: getattr(settings, name) for name in USER_OPTIONS
+                       if getattr(settings, name, None) is not None}, tool_timeout=settings.tool_timeout)
 
     @classmethod
     def from_inputs(cls, settings: Settings, **values) -> "ChatOptions":
@@ -54,9 +55,13 @@ class ChatOptions:
             image_budget=_image_budget(given.get("image_budget"), base.image_budget),
             enabled_tools=[str(name) for name in (given.get("enabled_tools", base.enabled_tools) or [])],
             max_tool_rounds=max(1, int(given.get("max_tool_rounds", base.max_tool_rounds))),
+            repetition_guard=min(MAX_REPETITION_GUARD, max(0, int(given.get("repetition_guard", base.repetition_guard)))),
             tool_timeout=settings.tool_timeout,
         )
         return options
+
+
+MAX_REPETITION_GUARD = 20
 
 
 def _image_budget(value, default: int) -> int:

@@ -20,7 +20,9 @@ from gemma4_ui.core.prompt import PromptSpec
 from gemma4_ui.media.decoding import MediaItem
 
 # How the status names the bundled model, so that no one takes its replies for an assistant's.
-BUNDLED_NOTE = ("a tiny protocol demo model trained on synthetic data, not an assistant" if BUNDLED_TRAINED else
+BUNDLED_NOTE = ("a tiny protocol demo model trained on synthetic data, not an assistant: its built-in tools start "
+                "on, so ask it the weather somewhere, a sum, a unit conversion or the time, or send it media"
+                if BUNDLED_TRAINED else
                 "a tiny model with random weights that shows the protocol's plumbing: its replies are noise")
 
 
@@ -77,6 +79,8 @@ class GenerationRequest:
     media: list[MediaItem] = field(default_factory=list)
     # Record each generated token's probability and top alternatives (costs a little per token).
     token_probabilities: bool = False
+    # Stop when the output's end repeats one piece this many times (core/repetition.py); 0: never.
+    repetition_guard: int = 0
 
 
 class Engine(ABC):

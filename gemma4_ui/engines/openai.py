@@ -39,6 +39,7 @@ from gemma4_ui.core import model_family
 from gemma4_ui.core.events import Done, EngineError, Event, ReplyStats, ThinkingDelta, ToolCall, ToolCallStarted
 from gemma4_ui.core.parsing import ReplyParser
 from gemma4_ui.core.prompt import PromptSpec
+from gemma4_ui.core.repetition import RepetitionGuard
 from gemma4_ui.engines import probabilities as token_probabilities
 from gemma4_ui.engines.base import Engine, GenerationRequest, ModelLoadError, ModelStatus
 from gemma4_ui.engines.loading import hub_reachable
@@ -244,6 +245,11 @@ class ReplyAssembler:
     calls: dict[int, _PendingCall] = field(default_factory=dict)
     emitted_calls: list[ToolCall] = field(default_factory=list)
     tokens: list = field(default_factory=list)  # TokenProbability, where the server sends logprobs
+    guard: RepetitionGuard = field(default_factory=lambda: RepetitionGuard(0))
+
+    @property
+    def repeating(self) -> bool:
+        return self.guard.period is not None
 
     @property
     def received_anything(self) -> bool:
@@ -260,10 +266,14 @@ class ReplyAssembler:
             if reasoning := _delta_reasoning(delta):
                 self.reasoning += reasoning
                 events.append(ThinkingDelta(reasoning))
+                self.guard.feed(reasoning)
             if delta.content:
                 events += self.parser.feed(delta.content)
+                self.guard.feed(delta.content)
             for call_delta in delta.tool_calls or []:
                 events += self._feed_call(call_delta)
+                if call_delta.function is not None:
+                    self.guard.feed((call_delta.function.name or "") + (call_delta.function.arguments or ""))
             if choice.logprobs is not None and choice.logprobs.content:
                 kind = "thought" if reasoning else "call" if delta.tool_calls else "answer"
                 self.tokens += token_probabilities.from_openai(choice.logprobs.content, kind)
@@ -303,11 +313,13 @@ class ReplyAssembler:
         return self.parser.finish()[0]
 
     def finish(self, cancelled: bool) -> tuple[list[Event], Done]:
-        events = [] if cancelled else self._complete_calls()
+        stopped = cancelled or self.repeating  # a loop's calls are not run either
+        events = [] if stopped else self._complete_calls()
         parser_events, parsed = self.parser.finish()
         events += parser_events
-        calls = [] if cancelled else self.emitted_calls + parsed.tool_calls
-        self.stats.stop_reason = "cancelled" if cancelled else _stop_reason(self.finish_reason, bool(calls))
+        calls = [] if stopped else self.emitted_calls + parsed.tool_calls
+        self.stats.stop_reason = ("cancelled" if cancelled else "repetition" if self.repeating
+                                  else _stop_reason(self.finish_reason, bool(calls)))
         reasoning = "\n".join(text for text in (self.reasoning.strip(), parsed.reasoning) if text)
         incomplete = parsed.incomplete
         if incomplete is None and self.stats.stop_reason == "length" and reasoning and not parsed.content and not calls:
@@ -557,7 +569,8 @@ class OpenAIEngine(Engine):
         except PayloadError as err:
             yield EngineError(str(err))
             return
-        reply = ReplyAssembler(ReplyParser(self._parse_tokenizer, ""), started)
+        reply = ReplyAssembler(ReplyParser(self._parse_tokenizer, ""), started,
+                               guard=RepetitionGuard(request.repetition_guard))
         try:
             response = self.client.chat.completions.create(**request_body(request, self.model, messages, self.refused))
         except openai.APIError as err:
@@ -568,13 +581,15 @@ class OpenAIEngine(Engine):
                 if cancel.is_set():
                     break
                 yield from reply.feed(chunk)
+                if reply.repeating:
+                    break
         except openai.APIError as err:
             yield from reply.flush()
             yield EngineError(self._say(self._explain_cut(err, reply)))
             return
         finally:
             response.close()  # on Stop this tells the server to stop generating
-        if reply.finish_reason is None and not cancel.is_set():
+        if reply.finish_reason is None and not cancel.is_set() and not reply.repeating:
             yield from reply.flush()
             yield EngineError(f"The server at {self.shown_url} ended the stream before the reply was finished "
                               "(no finish reason). What arrived is kept; ask again to continue.")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import datetime as dt
+import difflib
 import functools
 import hashlib
 import math
@@ -26,6 +27,7 @@ _MAX_EXPRESSION_LENGTH = 500
 # powers are the one way plain arithmetic could run for minutes ("9**9**9").
 _MAX_MAGNITUDE = 10**308
 _MAX_ROUND_DIGITS = 308
+_MAX_NAME_LENGTH = 100  # a unit, a time zone or a city
 
 
 def _power(base: int | float, exponent: int | float) -> int | float:
@@ -79,8 +81,9 @@ _SYNTAX_NAMES = {
     ast.Dict: "dicts",
 }
 
-_LEAD_IN = re.compile(r"^\s*(?:what\s*['’]?\s*s|what\s+is|calculate|compute|evaluate)\s+", re.IGNORECASE)
-_TRAILER = re.compile(r"[\s=?]+$")
+_LEAD_IN = re.compile(r"^\s*(?:what\s*['’]?\s*s|what\s+is|calculate|compute|evaluate|how\s+much\s+is|work\s+out|"
+                      r"solve)\s+", re.IGNORECASE)
+_TRAILER = re.compile(r"[\s=?.!]+$")
 _FUNCTION_CALL = re.compile(r"[A-Za-z_]\w*\s*\(")
 # "2,340" or "1,234,567.5": groups of exactly three digits after the first comma.
 _THOUSANDS = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?![\d,])")
@@ -117,7 +120,8 @@ def calculator(expression: str) -> dict:
 
 
 def _normalize_expression(expression: str) -> str:
-    """Accept how people write arithmetic: a lead-in ("what's"), "×", "^", "17.5% of 2,340"."""
+    """Accept how people write arithmetic: a lead-in ("what's"), "×", "^", "17.5% of 2,340",
+    and words ("3,217 times 48", "add 256 and 512", "the square root of 81", "twelve squared")."""
     text = _TRAILER.sub("", _LEAD_IN.sub("", expression.strip()))
     for symbol, python in _SYMBOLS.items():
         text = text.replace(symbol, python)
@@ -125,8 +129,78 @@ def _normalize_expression(expression: str) -> str:
     # separators are only unambiguous in expressions without calls.
     if not _FUNCTION_CALL.search(text):
         text = _THOUSANDS.sub(lambda match: match.group().replace(",", ""), text)
+    if _A_WORD.search(text):
+        text = _arithmetic_words(text)
     text = _PERCENT_OF.sub(r"(\1/100)*", text)
     return _PERCENT.sub(r"(\1/100)", text)
+
+
+# Arithmetic in words. Every pattern is a fixed sequence of words around plain numbers, so
+# each substitution is one linear scan, whatever the text.
+_A_WORD = re.compile(r"[A-Za-z]")
+_NUMBER = r"(-?\d+(?:\.\d+)?|-?\.\d+)"
+_SMALL_NUMBERS = {word: value for value, word in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen".split())}
+_TENS = {word: 10 * (i + 2) for i, word in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split())}
+_SCALES = {"hundred": 100, "thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000}
+_NUMBER_WORD = "|".join([*_SMALL_NUMBERS, *_TENS, *_SCALES, "a"])
+# "and" joins number words only after a scale ("three hundred and twelve"; "two and twelve" is a sum).
+_NUMBER_JOIN = r"(?:[\s-]+|(?<=hundred)\s+and\s+|(?<=thousand)\s+and\s+|(?<=million)\s+and\s+)"
+_NUMBER_WORDS = re.compile(rf"\b(?:{_NUMBER_WORD})(?:{_NUMBER_JOIN}(?:{_NUMBER_WORD}))*\b", re.IGNORECASE)
+# (pattern, replacement), applied in order: forms that wrap their operands first, then infix words.
+_WORD_FORMS = [(re.compile(pattern, re.IGNORECASE), replacement) for pattern, replacement in (
+    (rf"\b(?:what\s+is\s+|what's\s+)?(?:the\s+)?square\s+root\s+of\s+{_NUMBER}", r"sqrt(\1)"),
+    (rf"\b(?:the\s+)?cube\s+root\s+of\s+{_NUMBER}", r"(\1)**(1/3)"),
+    (rf"\b(?:the\s+)?sum\s+of\s+{_NUMBER}\s+and\s+{_NUMBER}", r"(\1 + \2)"),
+    (rf"\b(?:the\s+)?product\s+of\s+{_NUMBER}\s+and\s+{_NUMBER}", r"(\1 * \2)"),
+    (rf"\b(?:the\s+)?difference\s+between\s+{_NUMBER}\s+and\s+{_NUMBER}", r"(\1 - \2)"),
+    (rf"\b(?:the\s+)?quotient\s+of\s+{_NUMBER}\s+and\s+{_NUMBER}", r"(\1 / \2)"),
+    (rf"\badd\s+{_NUMBER}\s+(?:and|to|plus)\s+{_NUMBER}", r"(\1 + \2)"),
+    (rf"\bsubtract\s+{_NUMBER}\s+from\s+{_NUMBER}", r"(\2 - \1)"),
+    (rf"\btake\s+{_NUMBER}\s+(?:away\s+)?from\s+{_NUMBER}", r"(\2 - \1)"),
+    (rf"\bmultiply\s+{_NUMBER}\s+(?:by|and|times|with)\s+{_NUMBER}", r"(\1 * \2)"),
+    (rf"\bdivide\s+{_NUMBER}\s+(?:by|into)\s+{_NUMBER}", r"(\1 / \2)"),
+    (rf"\bhalf\s+of\s+{_NUMBER}", r"(\1 / 2)"),
+    (rf"\b(?:twice|double)\s+{_NUMBER}", r"(2 * \1)"),
+    (rf"{_NUMBER}\s*(?:percent|per\s+cent|pct)\b", r"\1%"),
+    (r"\b(?:multiplied\s+by|times)\b", "*"),
+    (r"(?<=[\d)])\s*x\s*(?=[\d(])", " * "),  # "7 x 8", not the name in "x + 1"
+    (r"\b(?:divided\s+by|over)\b", "/"),
+    (r"\b(?:plus|added\s+to|and)\b", "+"),
+    (r"\b(?:minus|less)\b", "-"),
+    (r"\b(?:raised\s+)?to\s+the\s+(?:power\s+of|power)\b", "**"),
+    (r"\bsquared\b", "**2"),
+    (r"\bcubed\b", "**3"),
+    (r"\b(?:mod|modulo)\b", "%"),
+    (r"\b(?:what\s+is|what's|how\s+much\s+is|is|equals|the|please)\b", " "),
+)]
+
+
+def _arithmetic_words(text: str) -> str:
+    """Numbers and operations written in words, as symbols ("twelve times 3" -> "12 * 3")."""
+    text = _NUMBER_WORDS.sub(lambda match: _number_from_words(match.group()), text)
+    for pattern, replacement in _WORD_FORMS:
+        text = pattern.sub(replacement, text)
+    return " ".join(text.split())
+
+
+def _number_from_words(words: str) -> str:
+    """'three hundred and twelve' -> '312'; a lone 'a' (as in 'a hundred') counts as one."""
+    parts = [w for w in re.split(r"[\s-]+", words.lower()) if w and w != "and"]
+    if parts == ["a"]:
+        return words  # the article, not a number
+    total, current = 0, 0
+    for word in parts:
+        if word in _SCALES:
+            scale = _SCALES[word]
+            if scale == 100:
+                current = max(current, 1) * 100
+            else:
+                total, current = total + max(current, 1) * scale, 0
+        else:
+            current += 1 if word == "a" else _SMALL_NUMBERS.get(word, _TENS.get(word, 0))
+    return str(total + current)
 
 
 def _evaluate(node: ast.AST) -> int | float:
@@ -151,7 +225,7 @@ def _evaluate(node: ast.AST) -> int | float:
 
 
 def _call_function(node: ast.Call) -> int | float:
-    name = node.func.id if isinstance(node.func, ast.Name) else None
+    name = node.func.id.lower() if isinstance(node.func, ast.Name) else None  # "Sqrt(2)" at a sentence's start
     if name not in _FUNCTIONS:
         shown = name or ast.unparse(node.func)
         raise ValueError(f"unknown function '{shown}'; the functions are {', '.join(_FUNCTIONS)}")
@@ -241,7 +315,7 @@ _LINEAR_UNITS: dict[str, tuple[str, float, tuple[str, ...]]] = {
     "byte": ("data", 1.0, ()),
     "kB": ("data", 1e3, ("kilobyte", "kb")),
     "MB": ("data", 1e6, ("megabyte", "mb")),
-    "GB": ("data", 1e9, ("gigabyte", "gb")),
+    "GB": ("data", 1e9, ("gigabyte", "gb", "gig")),
     "TB": ("data", 1e12, ("terabyte", "tb")),
     "PB": ("data", 1e15, ("petabyte", "pb")),
     "KiB": ("data", 2.0**10, ("kibibyte",)),
@@ -310,11 +384,23 @@ def _unit_aliases() -> dict[str, str]:
     return aliases
 
 
+# Misspellings common enough to name; other slips are caught by the closest-spelling match.
+_MISSPELLINGS = {"celcius": "celsius", "farenheit": "fahrenheit", "fahrenheight": "fahrenheit",
+                 "farenheight": "fahrenheit", "faranheit": "fahrenheit", "kilometter": "kilometer",
+                 "kilogramme": "kilogram", "gramme": "gram", "tonn": "tonne", "lbs.": "lb", "oz.": "oz"}
+
+
 def _unit_symbol(unit: str) -> str:
-    text = " ".join(unit.lower().replace("°", "").replace("º", "").split())
-    text = re.sub(r"^deg(?:ree)?s?\s+", "", text).replace("metre", "meter").replace("litre", "liter")
+    if len(unit) > _MAX_NAME_LENGTH:
+        raise ValueError(f"a unit name is at most {_MAX_NAME_LENGTH} characters")
+    text = " ".join(unit.lower().replace("°", "").replace("º", "").split()).strip(" .")
+    text = re.sub(r"^(?:deg(?:ree)?s?|in)\s+", "", text).replace("metre", "meter").replace("litre", "liter")
+    text = _MISSPELLINGS.get(text, text)
     aliases = _unit_aliases()
     symbol = aliases.get(text) or (aliases.get(text[:-1]) if text.endswith("s") else None)
+    if symbol is None and len(text) >= 5:  # a slip of the keyboard: "kilomters", "gallns"
+        close = difflib.get_close_matches(text, [a for a in aliases if len(a) >= 4], n=1, cutoff=0.84)
+        symbol = aliases[close[0]] if close else None
     if symbol is None:
         raise ValueError(f"unknown unit {unit!r}; known units: {_known_units()}")
     return symbol
@@ -357,6 +443,8 @@ def current_time(timezone: str) -> dict:
         weekday: The day of the week
         utc_offset: The offset from UTC, e.g. +02:00
     """
+    if len(timezone) > _MAX_NAME_LENGTH:
+        raise ValueError(f"a time zone or city name is at most {_MAX_NAME_LENGTH} characters")
     name, zone = _resolve_time_zone(timezone)
     now = dt.datetime.now(zone)
     offset = now.strftime("%z")
@@ -370,9 +458,72 @@ def current_time(timezone: str) -> dict:
     }
 
 
+# Cities people ask about that have no zone of their own name: each keeps its country's zone.
+_CITY_ZONES = {
+    "america/los_angeles": ("san francisco", "san diego", "seattle", "portland", "las vegas", "san jose",
+                            "sacramento", "vancouver"),
+    "america/new_york": ("new york city", "nyc", "boston", "washington", "washington dc", "washington d.c.",
+                         "philadelphia", "miami", "atlanta", "pittsburgh", "baltimore", "orlando", "montreal",
+                         "ottawa", "toronto"),
+    "america/chicago": ("houston", "dallas", "austin", "san antonio", "new orleans", "minneapolis",
+                        "kansas city", "st. louis", "st louis", "nashville", "memphis"),
+    "america/denver": ("salt lake city", "albuquerque", "calgary", "edmonton"),
+    "america/sao_paulo": ("rio de janeiro", "rio", "brasilia", "brasília", "porto alegre"),
+    "america/argentina/buenos_aires": ("córdoba", "rosario"),
+    "europe/paris": ("lyon", "marseille", "nice", "toulouse", "bordeaux"),
+    "europe/berlin": ("munich", "münchen", "hamburg", "frankfurt", "cologne", "köln", "stuttgart", "düsseldorf"),
+    "europe/madrid": ("barcelona", "valencia", "seville", "sevilla", "bilbao"),
+    "europe/rome": ("milan", "milano", "naples", "napoli", "florence", "firenze", "venice", "venezia", "turin"),
+    "europe/london": ("manchester", "birmingham", "liverpool", "edinburgh", "glasgow", "leeds", "bristol",
+                      "cardiff", "oxford", "cambridge"),
+    "europe/amsterdam": ("rotterdam", "the hague", "utrecht", "eindhoven"),
+    "europe/zurich": ("geneva", "genève", "basel", "bern", "lausanne"),
+    "europe/warsaw": ("kraków", "krakow", "gdańsk", "gdansk", "wrocław", "wroclaw", "łódź", "lodz"),
+    "europe/moscow": ("saint petersburg", "st. petersburg", "st petersburg", "kazan"),
+    "europe/istanbul": ("ankara", "izmir", "antalya"),
+    "asia/shanghai": ("beijing", "peking", "shenzhen", "guangzhou", "chengdu", "wuhan", "xi'an", "hangzhou",
+                      "nanjing", "tianjin", "chongqing"),
+    "asia/kolkata": ("mumbai", "bombay", "delhi", "new delhi", "bangalore", "bengaluru", "chennai", "madras",
+                     "hyderabad", "pune", "ahmedabad", "calcutta", "goa"),
+    "asia/tokyo": ("osaka", "kyoto", "yokohama", "nagoya", "sapporo", "fukuoka", "kobe", "hiroshima"),
+    "asia/seoul": ("busan", "incheon", "daegu"),
+    "asia/dubai": ("abu dhabi", "sharjah"),
+    "asia/riyadh": ("jeddah", "mecca", "medina"),
+    "asia/jerusalem": ("tel aviv", "haifa"),
+    "asia/ho_chi_minh": ("saigon", "hanoi", "da nang", "đà nẵng"),
+    "asia/jakarta": ("bandung", "surabaya", "bali", "denpasar"),
+    "asia/karachi": ("lahore", "islamabad"),
+    "australia/sydney": ("canberra", "newcastle", "wagga wagga"),
+    "australia/brisbane": ("gold coast", "cairns"),
+    "australia/darwin": ("alice springs",),
+    "pacific/auckland": ("wellington", "christchurch", "queenstown"),
+    "africa/johannesburg": ("cape town", "durban", "pretoria"),
+    "africa/lagos": ("abuja", "ibadan"),
+    "africa/nairobi": ("mombasa",),
+    "africa/cairo": ("alexandria", "giza"),
+}
+# Words a time question puts after the place ("Asia/Kathmandu now", "Lima please").
+_TRAILING_WORDS = re.compile(
+    r"(?:[\s,]+(?:right|now|today|tonight|currently|please|pls|thanks|thank|you|at|the|moment|this|morning|"
+    r"afternoon|evening|for|me|time|local|there|exactly))+[\s?.!]*$", re.IGNORECASE)
+
+
 def _resolve_time_zone(text: str) -> tuple[str, dt.tzinfo]:
-    """(name, zone) for an IANA name (any case), UTC, a fixed offset or a city with its own zone.
-    User text only ever selects from the installed zone names; it is never used as a path."""
+    """(name, zone) for an IANA name (any case), UTC, a fixed offset or a city with its own zone
+    (or one of `_CITY_ZONES`), also with words after it ("Asia/Kathmandu now") or a country
+    ("Lima, Peru"). User text only ever selects from the installed zone names; it is never used
+    as a path."""
+    text = text.strip().strip("?.!")
+    for candidate in dict.fromkeys((text, _TRAILING_WORDS.sub("", text), text.split(",")[0])):
+        if candidate and candidate != text:
+            try:
+                return _resolve_time_zone_exactly(candidate)
+            except ValueError:
+                continue
+    return _resolve_time_zone_exactly(text)
+
+
+def _resolve_time_zone_exactly(text: str) -> tuple[str, dt.tzinfo]:
     key = "_".join(text.strip().split()).lower()
     if key in _UTC_NAMES:
         return "UTC", dt.UTC
@@ -384,6 +535,9 @@ def _resolve_time_zone(text: str) -> tuple[str, dt.tzinfo]:
         return zones[key], zoneinfo.ZoneInfo(zones[key])
     if key in _zones_by_city():
         name = _zones_by_city()[key]
+        return name, zoneinfo.ZoneInfo(name)
+    if key in _other_cities() and _other_cities()[key].lower() in zones:
+        name = zones[_other_cities()[key].lower()]
         return name, zoneinfo.ZoneInfo(name)
     if not zones:
         raise ValueError("no time zone data is installed (pip install tzdata); only UTC and offsets work")
@@ -404,6 +558,11 @@ def _fixed_offset(sign: str, hours: str, minutes: str | None) -> tuple[str, dt.t
 @functools.lru_cache(maxsize=1)
 def _zones_by_key() -> dict[str, str]:
     return {name.lower(): name for name in zoneinfo.available_timezones()}
+
+
+@functools.lru_cache(maxsize=1)
+def _other_cities() -> dict[str, str]:
+    return {"_".join(city.split()): zone for zone, cities in _CITY_ZONES.items() for city in cities}
 
 
 @functools.lru_cache(maxsize=1)

@@ -8,9 +8,10 @@ import json
 from gemma4_ui.config import EXAMPLES_DIR
 
 
-def examples() -> tuple[list[list], list[str]]:
+def examples(default_tools: list[str]) -> tuple[list[list], list[str]]:
     """One example per capability, with the media shipped in assets/examples/: rows of
-    (composer, thinking, enabled tools), and their labels."""
+    (composer, thinking, enabled tools), and their labels. An example turns on the tools it
+    needs beside the session's default ones (the demo model starts with its tools on)."""
     def files(*names: str) -> list[str]:
         return [str(EXAMPLES_DIR / n) for n in names]
 
@@ -26,13 +27,15 @@ def examples() -> tuple[list[list], list[str]]:
          ["get_current_weather"]),
         ("🧮 Calculator", {"text": "What's 17.5% of 2,340?", "files": []}, False, ["calculator"]),
     ]
+    rows = [(label, message, thinking, [*default_tools, *(t for t in tools if t not in default_tools)])
+            for label, message, thinking, tools in rows]
     return [list(row[1:]) for row in rows], [row[0] for row in rows]
 
 
-def chat_examples() -> list[dict]:
+def chat_examples(default_tools: list[str]) -> list[dict]:
     """The same examples inside the empty chat, where a phone's first screen shows them:
     one tap fills the composer (and the example's settings) as the gallery does."""
-    rows, labels = examples()
+    rows, labels = examples(default_tools)
     return [{"text": message["text"], "display_text": label} for (message, _, _), label in zip(rows, labels)]
 
 

@@ -18,7 +18,7 @@ import gradio as gr
 
 from gemma4_ui.config import IMAGE_BUDGETS, Settings
 from gemma4_ui.core.conversation import Conversation
-from gemma4_ui.core.options import USER_OPTIONS, ChatOptions
+from gemma4_ui.core.options import MAX_REPETITION_GUARD, USER_OPTIONS, ChatOptions
 from gemma4_ui.inspector.expanded_view import LEGEND as EXPANDED_LEGEND
 from gemma4_ui.inspector.layers import TEMPLATE_LEGEND
 from gemma4_ui.tools.registry import ToolRegistry
@@ -138,14 +138,14 @@ class Layout:
         return [self.options[name] for name in USER_OPTIONS]
 
 
-def _chat_column() -> ChatColumn:
+def _chat_column(default_tools: list[str]) -> ChatColumn:
     # One scrolling box holds both Chatbots (display.py says why there are two); it follows
     # the newest message (CHAT_SCROLL_JS), theirs do not scroll.
     with gr.Column(elem_id="chatbot"):
         history = ChatHistory(
             elem_id="chat-history", show_label=False, editable="user", buttons=["copy"], autoscroll=False,
             placeholder="Ask something, attach an image, audio or video, or pick an example.",
-            group_consecutive_messages=False, examples=chat_examples(), **CHAT_RENDERING,
+            group_consecutive_messages=False, examples=chat_examples(default_tools), **CHAT_RENDERING,
         )
         live = gr.Chatbot(elem_id="chat-live", show_label=False, buttons=["copy"], autoscroll=False,
                           group_consecutive_messages=False, **CHAT_RENDERING)
@@ -239,6 +239,9 @@ def _settings_tab(defaults: ChatOptions, settings: Settings) -> dict:
         "top_k": gr.Slider(1, 256, value=defaults.top_k, step=1, label="Top-k"),
         "image_budget": gr.Radio(list(IMAGE_BUDGETS), value=defaults.image_budget, label="Image token budget",
                                  elem_id="image-budget"),
+        "repetition_guard": gr.Slider(0, MAX_REPETITION_GUARD, value=defaults.repetition_guard, step=1,
+                                      label="Repetition guard: stop a reply that repeats itself this many times "
+                                            "(0 = off)", elem_id="repetition-guard"),
     }
 
 
@@ -276,7 +279,7 @@ def build_layout(handlers: SharedChatHandlers) -> Layout:
 
     with gr.Row(equal_height=False):
         with gr.Column(scale=3, min_width=320, elem_id="chat-column"):
-            chat = _chat_column()
+            chat = _chat_column(defaults.enabled_tools)
         with gr.Column(scale=2, min_width=320, elem_id="side-column"):
             with gr.Tabs():
                 with gr.Tab("Inspector", id="inspector"):
@@ -286,7 +289,7 @@ def build_layout(handlers: SharedChatHandlers) -> Layout:
                 with gr.Tab("Tools", id="tools"):
                     tools, tool_options = _tools_tab(defaults, handlers.registry)
                     options.update(tool_options)
-            example_rows, example_labels = examples()
+            example_rows, example_labels = examples(defaults.enabled_tools)
             gr.Examples(example_rows, inputs=[chat.composer, options["thinking"], options["enabled_tools"]],
                         label="Examples", example_labels=example_labels, examples_per_page=len(example_rows),
                         elem_id="examples")

@@ -159,7 +159,7 @@ def _wire_turns(w: _Wiring) -> None:
                         **gpu)
 
     # 1d. An example in the empty chat fills the composer and the example's settings.
-    example_rows, _ = examples()
+    example_rows, _ = examples(handlers.default_options().enabled_tools)
 
     def pick_example(evt: gr.SelectData):
         message, thinking, tools_on = example_rows[evt.index]

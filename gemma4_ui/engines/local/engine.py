@@ -18,6 +18,7 @@ from gemma4_ui.core import model_family
 from gemma4_ui.core.events import EngineError, ReplyStats
 from gemma4_ui.core.parsing import ReplyParser
 from gemma4_ui.core.prompt import model_inputs, template_text
+from gemma4_ui.core.repetition import RepetitionGuard
 from gemma4_ui.engines import probabilities as token_probabilities
 from gemma4_ui.engines.base import Engine, GenerationRequest, import_path
 from gemma4_ui.engines.drafting import DraftCounts
@@ -121,6 +122,7 @@ class LocalEngine(Engine):
             return
         # 2. Generate, parsing as tokens arrive.
         parser = ReplyParser(self.processor.tokenizer, prompt)
+        guard = RepetitionGuard(request.repetition_guard)
         stats = ReplyStats(prompt_tokens=prompt_tokens)
         last_token = None
         generated: list[int] = []
@@ -146,7 +148,10 @@ class LocalEngine(Engine):
                 last_token = tokens[-1] if tokens else last_token
                 if request.token_probabilities:
                     generated += tokens
-                yield from parser.feed("".join(text for _, text in batch))
+                text = "".join(text for _, text in batch)
+                yield from parser.feed(text)
+                if guard.feed(text):
+                    break
         except Exception as err:  # noqa: BLE001 - e.g. out of memory: the chat reports it and goes on
             log.exception("generation failed")
             yield EngineError(f"Generation failed: {type(err).__name__}: {err}")
@@ -157,6 +162,8 @@ class LocalEngine(Engine):
         stats.duration = time.perf_counter() - started
         if cancel.is_set():
             stats.stop_reason = "cancelled"
+        elif guard.period is not None:
+            stats.stop_reason = "repetition"
         elif last_token == self._tool_stop:
             stats.stop_reason = "tool_call"
         elif last_token in self._stop_ids:

@@ -34,7 +34,8 @@ class SharedChatHandlers:
     user), `files` (export and load)."""
 
     def __init__(self, engine: Engine, settings: Settings, registry: ToolRegistry | None = None):
-        self.shared = Shared(engine, with_demo_defaults(settings, engine), registry or default_registry())
+        registry = registry or default_registry()
+        self.shared = Shared(engine, with_demo_defaults(settings, engine, registry), registry)
         self.inspector = InspectorHandlers(self.shared)
         self.turns = ChatTurns(self.shared, self.inspector)
         self.tools = ToolHandlers()
@@ -63,14 +64,18 @@ class SharedChatHandlers:
         return ChatOptions.from_settings(self.settings)
 
 
-def with_demo_defaults(settings: Settings, engine: Engine) -> Settings:
+def with_demo_defaults(settings: Settings, engine: Engine, registry: ToolRegistry) -> Settings:
     """The settings, with the bundled demo model's own defaults where the operator left the
-    general ones: a shorter reply while it is untrained, greedy decoding once it is trained."""
+    general ones: a shorter reply while it is untrained; once it is trained, greedy decoding
+    and its built-in tools on (it is there to show the protocol, tool calls first; a real
+    checkpoint starts with none, as its model card does)."""
     status = getattr(engine, "status", None)
     if status is None or not status.is_bundled:
         return settings
     if not BUNDLED_TRAINED and settings.max_new_tokens == Settings.max_new_tokens:
         return replace(settings, max_new_tokens=min(UNTRAINED_DEMO_MAX_NEW_TOKENS, settings.max_new_tokens))
     if BUNDLED_TRAINED and settings.temperature == Settings.temperature:
-        return replace(settings, temperature=TRAINED_DEMO_TEMPERATURE)
+        settings = replace(settings, temperature=TRAINED_DEMO_TEMPERATURE)
+    if BUNDLED_TRAINED and settings.enabled_tools is None:
+        settings = replace(settings, enabled_tools=[s.name for s in registry.specs() if s.source == "builtin"])
     return settings

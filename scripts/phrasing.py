@@ -1,0 +1,334 @@
+"""How people ask: requests put together from parts, with whole phrasing families held out.
+
+A request is a frame (the family's words around the argument), an opener before it (a
+greeting, a discourse marker), words after the argument (time words, filler), an ending
+(punctuation, a thank-you), and sometimes lower case or a typo outside the argument. Every
+slot's variants are split: the `TRAIN` parts build the training data, the `HELD_OUT` parts
+only `--eval`'s cases, so the evaluation asks in wording the model never saw: other families
+of frames, other openers, other words after the argument.
+
+The argument itself (a city, an expression, a zone, a quantity and its units) is always
+copied verbatim into the call; the built-in tools read what people write ("3,217 times 48",
+"kilometres", "Asia/Kathmandu now"), so copying the span is the whole job.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+TRAIN, HELD_OUT = "train", "held_out"
+
+
+@dataclass(frozen=True)
+class Parts:
+    """A slot's variants, split into what training sees and what only the evaluation asks."""
+
+    train: tuple[str, ...]
+    held_out: tuple[str, ...]
+
+    def pick(self, rng: random.Random, split: str) -> str:
+        return rng.choice(self.train if split == TRAIN else self.held_out)
+
+
+OPENERS = Parts(
+    train=("",) * 10 + ("Hi, ", "Hello! ", "Hey, ", "Hey there. ", "Good morning! ", "Quick question: ", "OK, ",
+                        "So, ", "Excuse me, ", "Hi there! ", "Hello, ", "Hi! ", "Um, ", "Good evening. "),
+    held_out=("",) * 6 + ("Hiya, ", "Good afternoon. ", "Sorry to bother you, ", "Yo! ", "Greetings! ",
+                          "Hey again, ", "Right, ", "Morning! "),
+)
+# Words between the argument and the end: when, and filler.
+WHEN = Parts(
+    train=(" today", " right now", " now", " at the moment", " this morning", " tonight", " currently"),
+    held_out=(" this afternoon", " at present", " this evening", " just now", " as we speak"),
+)
+FILLER = Parts(
+    train=(" please", " for me", " for me please", " pls", " thanks"),
+    held_out=(" if you can", " thank you", " real quick", " if possible"),
+)
+CLOSERS = Parts(
+    train=("",) * 8 + (" Thanks!", " Thank you.", " Thanks in advance.", " Thx."),
+    held_out=("",) * 5 + (" Cheers!", " Much appreciated.", " Ta."),
+)
+
+
+@dataclass(frozen=True)
+class Family:
+    """Frames that ask the same way. `{x}` is the argument (for units `{v} {f}` and `{t}`);
+    `form` sets the punctuation: a question, a request or a bare phrase."""
+
+    name: str
+    split: str
+    form: str  # "question", "request", "bare"
+    frames: tuple[str, ...]
+
+
+def families(*rows: tuple[str, str, str, tuple[str, ...]]) -> tuple[Family, ...]:
+    return tuple(Family(*row) for row in rows)
+
+
+WEATHER = families(
+    ("what is the weather", TRAIN, "question", (
+        "What's the weather in {x}", "What is the weather like in {x}", "What's the weather like in {x}",
+        "How is the weather in {x}", "How's the weather in {x}", "What is the weather in {x}")),
+    ("is it", TRAIN, "question", (
+        "Is it raining in {x}", "Is it sunny in {x}", "Is it snowing in {x}", "Is it cold in {x}",
+        "Is it windy in {x}", "Is it hot in {x}", "Is it cloudy in {x}")),
+    ("imperative", TRAIN, "request", (
+        "Tell me the weather in {x}", "Check the weather in {x}", "Look up the weather in {x}",
+        "Get me the weather for {x}", "Show me the weather in {x}", "Please check the weather in {x}",
+        "Give me the weather for {x}")),
+    ("can you", TRAIN, "question", (
+        "Can you check the weather in {x}", "Could you tell me the weather in {x}",
+        "Can you look up the temperature in {x}", "Could you check the weather for {x}",
+        "Can you tell me how the weather is in {x}")),
+    ("bare", TRAIN, "bare", ("weather in {x}", "Weather {x}", "{x} weather", "temperature in {x}",
+                             "Weather for {x}", "{x} temperature")),
+    ("temperature", TRAIN, "question", (
+        "What's the temperature in {x}", "What temperature is it in {x}", "How warm is it in {x}",
+        "What is the temperature like in {x}")),
+    ("i want", TRAIN, "request", (
+        "I'd like to know the weather in {x}", "I want to know the weather in {x}",
+        "I need the weather for {x}", "I want the temperature in {x}")),
+    ("travel", TRAIN, "question", (
+        "I'm going to {x}. What's the weather there", "I am flying to {x}. How is the weather there",
+        "Heading to {x}. Is it raining there")),
+    # Held out: never in training.
+    ("how adjective", HELD_OUT, "question", (
+        "How hot is it in {x}", "How cold is it in {x}", "How humid is it in {x}", "How windy is it in {x}")),
+    ("advice", HELD_OUT, "question", (
+        "Should I take an umbrella in {x}", "Do I need a coat in {x}", "Will I need sunscreen in {x}",
+        "Should I wear a jacket in {x}")),
+    ("conditions", HELD_OUT, "request", (
+        "Give me the current conditions in {x}", "Find out the weather in {x}", "Report the weather for {x}",
+        "Fetch the weather for {x}")),
+    ("wonder", HELD_OUT, "question", (
+        "Do you know the weather in {x}", "Any idea what the weather's like in {x}",
+        "What's it like outside in {x}", "What are the conditions in {x}")),
+)
+FAHRENHEIT = Parts(train=(" in Fahrenheit", " in fahrenheit", " in degrees Fahrenheit", " in °F"),
+                   held_out=(" in F", " using Fahrenheit"))
+
+CALCULATOR = families(
+    ("what is", TRAIN, "question", ("What's {x}", "What is {x}", "How much is {x}", "what's {x}",
+                                    "What is {x} exactly", "So what's {x}")),
+    ("imperative", TRAIN, "request", ("Calculate {x}", "Compute {x}", "Work out {x}", "Please calculate {x}",
+                                      "Tell me {x}")),
+    ("can you", TRAIN, "question", ("Can you calculate {x}", "Could you work out {x}", "Can you compute {x}",
+                                    "Can you tell me what {x} is")),
+    ("bare", TRAIN, "bare", ("{x} = ?", "{x}", "{x} =", "{x} is")),
+    ("i need", TRAIN, "request", ("I need to know {x}", "I want to know what {x} is", "I'd like {x} worked out")),
+    ("what do you get", HELD_OUT, "question", ("What do you get for {x}", "What does {x} come to",
+                                               "What would {x} be", "What's the answer to {x}")),
+    ("solve", HELD_OUT, "request", ("Solve {x}", "Find {x}", "Evaluate {x}", "Help me figure out {x}")),
+)
+# Verb-led arithmetic ("add 256 and 512") is the whole request, or follows a polite lead-in.
+CALCULATOR_VERBAL = families(
+    ("bare verb", TRAIN, "request", ("{X}", "Please {x}", "Can you {x}", "Could you {x}")),
+    ("need you to", HELD_OUT, "request", ("I need you to {x}", "Quickly {x}", "Would you {x}")),
+)
+
+TIME = families(
+    ("what time", TRAIN, "question", ("What time is it in {x}", "What's the time in {x}",
+                                      "what time is it in {x}", "What is the time in {x}")),
+    ("date", TRAIN, "question", ("What is the date in {x}", "What day is it in {x}", "What's the date in {x}",
+                                 "What's today's date in {x}")),
+    ("imperative", TRAIN, "request", ("Tell me the time in {x}", "Give me the current time in {x}",
+                                      "Check the time in {x}", "Show me the local time in {x}")),
+    ("bare", TRAIN, "bare", ("Current time in {x}", "time in {x}", "{x} time", "Local time {x}")),
+    ("can you", TRAIN, "question", ("Can you tell me the time in {x}", "Could you check the time in {x}",
+                                    "What's the local time in {x}")),
+    ("is it morning", TRAIN, "question", ("Is it morning in {x}", "Is it night in {x}")),
+    ("do you know", HELD_OUT, "question", ("Do you know what time it is in {x}", "Any idea of the time in {x}",
+                                           "What hour is it in {x}")),
+    ("late", HELD_OUT, "question", ("Is it late in {x}", "Is it evening in {x}", "Is it still early in {x}")),
+    ("i need", HELD_OUT, "request", ("I need the current time in {x}", "I'd like the time in {x}",
+                                     "Find the time in {x}")),
+)
+
+CONVERT = families(
+    ("convert", TRAIN, "request", ("Convert {v} {f} to {t}", "Please convert {v} {f} into {t}",
+                                   "Change {v} {f} to {t}", "convert {v} {f} to {t}", "Convert {v} {f} into {t}")),
+    ("how many", TRAIN, "question", ("How many {t} is {v} {f}", "How many {t} are in {v} {f}",
+                                     "How many {t} are {v} {f}", "how many {t} in {v} {f}")),
+    ("what is", TRAIN, "question", ("What is {v} {f} in {t}", "What's {v} {f} in {t}",
+                                    "How much is {v} {f} in {t}", "What are {v} {f} in {t}")),
+    ("bare", TRAIN, "bare", ("{v} {f} to {t}", "{v} {f} in {t}", "{v} {f} into {t}")),
+    ("can you", TRAIN, "question", ("Can you convert {v} {f} to {t}", "Could you change {v} {f} into {t}")),
+    ("equals", HELD_OUT, "question", ("{v} {f} equals how many {t}", "{v} {f} is how many {t}",
+                                      "{v} {f} makes how many {t}")),
+    ("express", HELD_OUT, "request", ("I need {v} {f} expressed in {t}", "Turn {v} {f} into {t}",
+                                      "Give me {v} {f} in {t}", "Tell me {v} {f} in {t}")),
+)
+
+# Unit spellings by quantity (symbols, names, plurals, abbreviations): all are read by
+# `convert_units`, and a call copies the one the user wrote.
+UNIT_SPELLINGS = {
+    "length": (("km", "kilometers", "kilometres", "kms", "kilometer"), ("m", "meters", "metres", "meter"),
+               ("cm", "centimeters", "centimetres"), ("mm", "millimeters", "millimetres"),
+               ("mi", "miles", "mile"), ("ft", "feet", "foot"), ("in", "inches", "inch"), ("yd", "yards", "yard"),
+               ("nautical miles",)),
+    "mass": (("kg", "kilograms", "kilos", "kgs", "kilogram"), ("g", "grams", "gram"),
+             ("lb", "pounds", "lbs", "pound"), ("oz", "ounces", "ounce"), ("stone",), ("tonnes", "metric tons"),
+             ("mg", "milligrams")),
+    "volume": (("L", "liters", "litres", "liter", "l"), ("mL", "milliliters", "ml", "millilitres"),
+               ("gal", "gallons", "gallon"), ("cups", "cup"), ("tsp", "teaspoons"), ("tbsp", "tablespoons"),
+               ("pints", "pint"), ("quarts",), ("fl oz", "fluid ounces")),
+    "speed": (("km/h", "kph", "kilometers per hour", "kilometres per hour"), ("mph", "miles per hour"),
+              ("m/s", "meters per second"), ("knots",)),
+    "temperature": (("°C", "Celsius", "celsius", "degrees Celsius", "C"),
+                    ("°F", "Fahrenheit", "fahrenheit", "degrees Fahrenheit", "F"), ("K", "kelvin", "Kelvin")),
+    "time": (("s", "seconds", "secs", "sec"), ("min", "minutes", "mins"), ("h", "hours", "hrs", "hr"),
+             ("days", "day"), ("weeks",), ("years", "yrs"), ("ms", "milliseconds")),
+    "data": (("MB", "megabytes"), ("GB", "gigabytes", "gigs"), ("kB", "kilobytes", "KB"),
+             ("TB", "terabytes"), ("GiB",), ("MiB",), ("bits",)),
+}
+
+
+# --- numbers and arithmetic as people write them -----------------------------------------
+
+
+def number(rng: random.Random, commas: bool = True) -> str:
+    kind = rng.randrange(6)
+    if kind == 0:
+        return str(rng.randint(1, 99))
+    if kind == 1:
+        return str(rng.randint(100, 9999))
+    if kind == 2 and commas:
+        return f"{rng.randint(1000, 9_999_999):,}"
+    if kind == 3:
+        return str(round(rng.uniform(0.1, 99), rng.randint(1, 2)))
+    return str(rng.randint(2, 500))
+
+
+SMALL_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+               "sixteen seventeen eighteen nineteen").split()
+TENS_WORDS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+
+
+def number_in_words(n: int) -> str:
+    """0..999 in words ("three hundred and twelve")."""
+    hundreds, rest = divmod(n, 100)
+    words = []
+    if hundreds:
+        words.append(f"{SMALL_WORDS[hundreds]} hundred")
+    if rest or not hundreds:
+        if rest < 20:
+            tail = SMALL_WORDS[rest]
+        else:
+            tens, ones = divmod(rest, 10)
+            tail = TENS_WORDS[tens - 2] + (f"-{SMALL_WORDS[ones]}" if ones else "")
+        words.append(tail if not hundreds else f"and {tail}")
+    return " ".join(words)
+
+
+# (nominal forms, verb-led forms): {a} {b} numbers, {p} a percentage, {n} a small power.
+INFIX_WORDS = ("{a} times {b}", "{a} multiplied by {b}", "{a} divided by {b}", "{a} plus {b}", "{a} minus {b}",
+               "{a} x {b}", "{a} over {b}", "{a} to the power of {n}", "{a} squared", "{a} cubed",
+               "{p}% of {a}", "{p} percent of {a}", "the square root of {a}", "square root of {a}",
+               "the sum of {a} and {b}", "the product of {a} and {b}", "half of {a}", "twice {a}",
+               "the difference between {a} and {b}", "{a} mod {b}")
+VERB_WORDS = ("add {a} and {b}", "add {a} to {b}", "subtract {b} from {a}", "multiply {a} by {b}",
+              "divide {a} by {b}", "take {b} away from {a}")
+
+
+def symbolic_expression(rng: random.Random) -> str:
+    a, b, c = number(rng), number(rng), number(rng)
+    small = str(rng.randint(2, 5))
+    plain = number(rng, commas=False)
+    percent = rng.choice((str(rng.randint(1, 99)), str(round(rng.uniform(0.5, 99), 1))))
+    return rng.choice((
+        f"{a} + {b}", f"{a} - {b}", f"{a} * {b}", f"{a} × {b}", f"{a} / {b}", f"{a} ÷ {b}", f"{a}+{b}",
+        f"{percent}% of {a}", f"sqrt({plain})", f"{rng.randint(2, 99)}^{small}", f"{rng.randint(2, 30)} ** {small}",
+        f"({a} + {b}) * {c}", f"{a} * {b} - {c}", f"({a} - {b}) / {c}", f"{a}*{b}", f"{a} * {b} + {c}",
+        f"{rng.randint(1, 20)}+{rng.randint(1, 20)}", f"{rng.randint(1, 12)} x {rng.randint(1, 12)}",
+    ))
+
+
+def worded_expression(rng: random.Random, verbal: bool = False) -> str:
+    """Arithmetic in words, numbers in digits or (small ones) in words."""
+    def operand() -> str:
+        if rng.random() < 0.15:
+            return number_in_words(rng.randint(1, 999 if rng.random() < 0.3 else 20))
+        return number(rng)
+    form = rng.choice(VERB_WORDS if verbal else INFIX_WORDS)
+    parts = dict(a=operand(), b=operand(), n=str(rng.randint(2, 6)),
+                 p=rng.choice((str(rng.randint(1, 99)), str(round(rng.uniform(0.5, 99), 1)))))
+    if "hundred" in parts["a"] and "{a} and" in form:  # "one hundred and sixteen" would read as one number
+        parts["a"] = number(rng)
+    return form.format(**parts)
+
+
+# --- composing a request ---------------------------------------------------------------------
+
+
+def by_split(table: tuple[Family, ...], split: str) -> tuple[Family, ...]:
+    return tuple(f for f in table if f.split == split)
+
+
+def typo(rng: random.Random, text: str, protected: list[str]) -> str:
+    """One slip in a word of four or more letters outside the protected spans (the arguments):
+    two letters swapped, one dropped or one doubled."""
+    spans = [(text.find(p), text.find(p) + len(p)) for p in protected if p and p in text]
+    words = [(i, w) for i, w in _word_positions(text)
+             if len(w) >= 4 and w.isalpha() and not any(s <= i < e for s, e in spans)]
+    if not words:
+        return text
+    start, word = rng.choice(words)
+    k = rng.randrange(1, len(word) - 1)
+    slip = rng.randrange(3)
+    if slip == 0:
+        new = word[:k] + word[k + 1] + word[k] + word[k + 2:]
+    elif slip == 1:
+        new = word[:k] + word[k + 1:]
+    else:
+        new = word[:k] + word[k] + word[k:]
+    return text[:start] + new + text[start + len(word):]
+
+
+def _word_positions(text: str) -> list[tuple[int, str]]:
+    positions, start = [], None
+    for i, ch in enumerate(text + " "):
+        if ch.isalpha() and start is None:
+            start = i
+        elif not ch.isalpha() and start is not None:
+            positions.append((start, text[start:i]))
+            start = None
+    return positions
+
+
+def compose(rng: random.Random, split: str, family: Family, fill: dict[str, str], after: str = "",
+            when: bool = True) -> tuple[str, dict[str, str]]:
+    """One request: opener + frame (with `fill`) + `after` + words after the argument + ending;
+    and the arguments as they stand in it (capitalised at the start of a sentence, lower case
+    where the whole request is typed in lower case; a typo never touches them)."""
+    frame = rng.choice(family.frames)
+    tail = after
+    roll = rng.random()
+    if roll < 0.25 and when:
+        tail += WHEN.pick(rng, split)
+    elif roll < 0.4:
+        tail += FILLER.pick(rng, split)
+    elif roll < 0.45 and when:
+        tail += WHEN.pick(rng, split) + FILLER.pick(rng, split)
+    # The words after the argument go where the frame's last argument ends.
+    last = max(("{x}", "{X}", "{t}", "{f}"), key=frame.find)
+    written = dict(fill)
+    if "{X}" in frame:
+        written["x"] = fill["x"][:1].upper() + fill["x"][1:]
+    marked = frame.replace(last, last + "\0", 1) if frame.endswith(last) else frame + "\0"
+    text = marked.replace("{X}", "{x}").format(**written).replace("\0", tail)
+    opener = OPENERS.pick(rng, split)
+    starts_with_argument = any(text.startswith(v) for v in written.values())
+    if opener.endswith((", ", ": ")) and not starts_with_argument and not text.startswith(("I ", "I'")):
+        text = text[0].lower() + text[1:]
+    text = opener + text
+    ending = {"question": ("?", "?", "?", "", "?!"), "request": (".", "", "!", "."), "bare": ("", "?", "")}
+    end = rng.choice(ending[family.form])
+    text += end + (CLOSERS.pick(rng, split) if end else "")
+    if rng.random() < 0.08:
+        text = typo(rng, text, list(written.values()))
+    if rng.random() < 0.06:  # typed all in lower case: the call copies it as typed
+        text = text.lower()
+        written = {k: v.lower() for k, v in written.items()}
+    return text, written
