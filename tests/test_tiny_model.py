@@ -94,7 +94,8 @@ def test_calculator_call_copies_the_expression_and_the_answer_uses_the_result(ti
 
 @pytest.mark.parametrize("files,expected", [
     (["shapes.png"], "I received one image."),
-    (["shapes.png", "street.jpg"], "I received two images."),
+    pytest.param(["shapes.png", "street.jpg"], "I received two images.", marks=pytest.mark.xfail(
+        strict=True, reason="stage 14 answers 'I received one image.' for two (checkpoints/README.md)")),
     (["speech.wav"], "I received an audio clip."),
     (["bouncing_ball.mp4"], "I received a video."),
 ])
@@ -106,6 +107,7 @@ def test_media_is_acknowledged(tiny_engine, files, expected):
 
 
 def test_a_long_story_streams_for_hundreds_of_tokens(tiny_engine):
-    turn = reply(tiny_engine, "Tell me a long story.", max_new_tokens=400)
+    # The guard off: this is the model's own length (the app's guard may stop a story that loops).
+    turn = reply(tiny_engine, "Tell me a long story.", max_new_tokens=400, repetition_guard=0)
     assert turn.stats.generated_tokens >= 300, turn.raw
     assert turn.notice in ("", "Cut off at the max new tokens limit.")

@@ -60,3 +60,18 @@ def test_the_trained_bundle_defaults_to_greedy_decoding(processor):
     assert default(Settings(temperature=0.7)) == 0.7
     engine.status = ModelStatus("google/gemma-4-E2B-it", "google/gemma-4-E2B-it", "hub")
     assert default(Settings()) == Settings.temperature
+
+
+def test_the_trained_bundle_starts_with_its_built_in_tools_on(processor):
+    """It is there to show the protocol, tool calls first; the operator's choice stays, and a
+    real checkpoint starts with none."""
+    engine = ReplayEngine(processor, [])  # its status says: the bundled model
+    def default(settings: Settings) -> list[str]:
+        return SharedChatHandlers(engine, settings).default_options().enabled_tools
+
+    builtins = ["calculator", "convert_units", "current_time", "get_current_weather"]
+    assert sorted(default(Settings())) == (builtins if BUNDLED_TRAINED else [])
+    assert default(Settings(enabled_tools=["calculator"])) == ["calculator"]
+    assert default(Settings(enabled_tools=[])) == [], "the operator can start with none"
+    engine.status = ModelStatus("google/gemma-4-E2B-it", "google/gemma-4-E2B-it", "hub")
+    assert default(Settings()) == []

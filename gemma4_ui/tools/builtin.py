@@ -513,8 +513,9 @@ def _resolve_time_zone(text: str) -> tuple[str, dt.tzinfo]:
     (or one of `_CITY_ZONES`), also with words after it ("Asia/Kathmandu now") or a country
     ("Lima, Peru"). User text only ever selects from the installed zone names; it is never used
     as a path."""
-    text = text.strip().strip("?.!")
-    for candidate in dict.fromkeys((text, _TRAILING_WORDS.sub("", text), text.split(",")[0])):
+    text = text.strip()
+    bare = text.strip("?.!")
+    for candidate in dict.fromkeys((bare, _TRAILING_WORDS.sub("", bare), bare.split(",")[0])):
         if candidate and candidate != text:
             try:
                 return _resolve_time_zone_exactly(candidate)
