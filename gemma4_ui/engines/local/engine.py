@@ -24,7 +24,12 @@ from gemma4_ui.engines.base import Engine, GenerationRequest, import_path
 from gemma4_ui.engines.drafting import DraftCounts
 from gemma4_ui.engines.loading import ResolvedModel, load_processor, resolve_model
 from gemma4_ui.engines.local.device import generate_on_device, load_weights, register, registered, stop_token_ids
-from gemma4_ui.engines.local.process import GenerationProcess, worker_spec
+from gemma4_ui.engines.local.process import (
+    HEARTBEAT_TIMEOUT_SECONDS,
+    GenerationProcess,
+    GenerationProcessError,
+    worker_spec,
+)
 
 log = logging.getLogger(__name__)
 
@@ -36,12 +41,14 @@ class LocalEngine(Engine):
     (model, tokenizer) where the model is loaded (benchmarks change generate from outside)."""
 
     def __init__(self, model: str | None, device: str = "auto", dtype: str = "auto",
-                 assistant: str = ASSISTANT_OFF, separate_process: bool = False, prepare: str | None = None):
+                 assistant: str = ASSISTANT_OFF, separate_process: bool = False, prepare: str | None = None,
+                 heartbeat_timeout: float = HEARTBEAT_TIMEOUT_SECONDS):
         self.resolved: ResolvedModel = resolve_model(model)
         self.status = self.resolved.status
         self._device, self._dtype = device, dtype
         self._assistant = assistant
         self._separate_process, self._prepare = separate_process, prepare
+        self._heartbeat_timeout = heartbeat_timeout  # the generation process's (process.py)
         self._process: GenerationProcess | None = None
         self.processor = None
         self._key = ""
@@ -55,7 +62,7 @@ class LocalEngine(Engine):
         processor = load_processor(self.resolved)
         if self._separate_process:
             self._process = GenerationProcess(worker_spec(self.resolved, self._device, self._dtype, self._assistant,
-                                                          self._prepare))
+                                                          self._prepare), self._heartbeat_timeout)
             info = self._process.start()
             self.resolved.status = self.status = info.status
             return self._ready(processor, info.config, info.eos_token_ids)
@@ -128,7 +135,7 @@ class LocalEngine(Engine):
         generated: list[int] = []
         recorded = None
         if self._process is not None:
-            batches = self._process.generate(inputs, _sampling(request), request.token_probabilities)
+            batches = self._process.generate(inputs, _sampling(request), request.token_probabilities, cancel)
         else:
             batches = generate_on_device(self._key, inputs, _sampling(request), request.token_probabilities)
         try:
@@ -152,6 +159,9 @@ class LocalEngine(Engine):
                 yield from parser.feed(text)
                 if guard.feed(text):
                     break
+        except GenerationProcessError as err:  # said in words already (process.py)
+            yield EngineError(str(err))
+            return
         except Exception as err:  # noqa: BLE001 - e.g. out of memory: the chat reports it and goes on
             log.exception("generation failed")
             yield EngineError(f"Generation failed: {type(err).__name__}: {err}")
