@@ -136,7 +136,42 @@ turn_like = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(KEYS), inner, max_size=6),
     max_leaves=40,
 )
+def _either(plausible):
+    return st.one_of(plausible, plausible, plausible, json_values)  # mostly plausible: the checks deeper in run
+
+
+stats_like = st.none() | st.fixed_dictionaries({}, optional={
+    key: _either(st.integers(0, 100) | st.floats(0, 10)) for key in
+    ("prompt_tokens", "generated_tokens", "time_to_first_token", "duration", "drafted_tokens", "accepted_tokens",
+     "duration_s", "time_to_first_token_s")} | {"stop_reason": _either(st.sampled_from(["stop", "length", ""]))})
+call_like = st.fixed_dictionaries({"name": _either(st.sampled_from(["calculator", "x"]))}, optional={
+    "id": json_values, "arguments": _either(st.dictionaries(st.text(max_size=5), json_values, max_size=3)),
+    "raw": json_values, "error": json_values})
+result_like = st.fixed_dictionaries({"name": _either(st.sampled_from(["calculator", "x"]))}, optional={
+    "call_id": json_values, "status": _either(st.sampled_from(["ok", "error", "timeout", "client", "cancelled"])),
+    "response": json_values, "duration": _either(st.floats(0, 10)), "error": json_values})
+round_like = st.fixed_dictionaries({"calls": _either(st.lists(call_like, min_size=1, max_size=2))}, optional={
+    "results": _either(st.lists(result_like, max_size=2)), "reasoning": json_values, "content": json_values,
+    "raw": json_values, "stats": stats_like, "thinking_seconds": _either(st.floats(0, 10))})
+media_like = st.fixed_dictionaries({"data": _either(st.sampled_from(["data:image/png;base64,aGVsbG8=",
+                                                                     "data:x;base64,!!", "data:;base64,"]))},
+                                   optional={"name": json_values, "kind": json_values})
+user_like = st.fixed_dictionaries({"role": st.just("user")}, optional={
+    "text": _either(st.text(max_size=20)), "media": _either(st.lists(media_like, max_size=2))})
+assistant_like = st.fixed_dictionaries({"role": st.just("assistant")}, optional={
+    key: _either(st.text(max_size=20)) for key in ("reasoning", "content", "raw", "notice")} | {
+    "rounds": _either(st.lists(round_like, max_size=2)), "stats": stats_like,
+    "thinking_seconds": _either(st.floats(0, 10))})
+conversation_like = st.fixed_dictionaries(
+    {"format": st.just(transcript.FORMAT), "version": st.just(transcript.VERSION),
+     "turns": st.lists(st.tuples(user_like, assistant_like), max_size=3).map(lambda pairs: [t for p in pairs for t in p])
+     | st.lists(st.one_of(user_like, assistant_like, turn_like), max_size=6)},
+    optional={"settings": _either(st.dictionaries(st.sampled_from(["system_prompt", "enabled_tools", "thinking"]),
+                                                  json_values)),
+              "declared_tools": json_values}).map(lambda d: json.dumps(d))
+
 documents = st.one_of(
+    conversation_like,
     json_values.map(json.dumps),
     st.text(max_size=200),
     st.fixed_dictionaries({"format": st.just(transcript.FORMAT), "version": st.just(transcript.VERSION),
@@ -146,12 +181,20 @@ documents = st.one_of(
 )
 
 
+def _with_round(round_: dict) -> str:
+    return json.dumps({"format": transcript.FORMAT, "version": transcript.VERSION,
+                       "turns": [{"role": "user", "text": "Hi"}, {"role": "assistant", "rounds": [round_]}]})
+
+
 @FAST
 @given(documents)
+@example(_with_round({"calls": [{"name": "x"}], "results": [{"name": "x", "duration": [1]}]}))
+@example(_with_round({"calls": [{"name": "x"}], "results": [{"name": "x", "duration": "soon"}]}))
+@example(_with_round({"calls": [{"name": "x", "error": {"not": "text"}}]}))
 def test_the_loader_loads_or_says_why(text):
     try:
         loaded = transcript.load(text, MediaLimits())
-    except ValueError:  # TranscriptError, MediaError: the reason, for the user
+    except transcript.TranscriptError:  # the reason, in words, for the user
         return
     assert isinstance(loaded, transcript.Loaded)
 
