@@ -43,13 +43,13 @@ def test_no_per_user_step_holds_a_shared_limited_slot(tiny_engine):
 
 
 def test_two_users_per_user_steps_do_not_wait_for_each_other(tiny_engine):
-    """Two users export at once; each export takes a second: both end in about one."""
+    """Two users export at once; each export takes two seconds: both end in about two, not four."""
     settings = Settings(model="tiny")
     handlers = SharedChatHandlers(tiny_engine, settings)
     export = handlers.files.export_files
 
     def slow_export(conversation, session, options):
-        time.sleep(1.0)
+        time.sleep(2.0)
         return export(conversation, session, options)
 
     handlers.files.export_files = slow_export
@@ -75,6 +75,6 @@ def test_two_users_per_user_steps_do_not_wait_for_each_other(tiny_engine):
         for t in threads:
             t.join(30)
         assert len(ends) == 2
-        assert max(ends) < 1.8, f"the second export waited for the first: {ends}"
+        assert max(ends) < 3.5, f"the second export waited for the first: {ends}"
     finally:
         demo.close()
