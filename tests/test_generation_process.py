@@ -108,10 +108,67 @@ def test_a_generation_process_that_dies_is_reported_and_replaced():
             if len(events) == 3:
                 os.kill(first, signal.SIGKILL)  # out of memory, say
         assert isinstance(events[-1], EngineError)
-        assert "generation process ended" in events[-1].message and "next message starts a new one" in events[-1].message
+        # The kernel's out-of-memory killer sends SIGKILL: the user reads that, not a bare exit code.
+        assert events[-1].message.startswith("The generation process was killed (exit code -9, SIGKILL), most "
+                                             "likely because this machine ran out of memory")
         again = list(engine.stream(ask(16), threading.Event()))
         assert isinstance(again[-1], Done) and again[-1].stats.generated_tokens == 16
         assert engine.generation_pid not in (first, os.getpid())
+    finally:
+        engine.close()
+
+
+def hang_when_asked(model, tokenizer) -> None:
+    """A test hook (LocalEngine's `prepare`, run in the child): while the file named by
+    GEMMA4_TEST_HANG exists, the first generate removes it and stops the whole process
+    (alive, but nothing in it runs: its beats stop); while GEMMA4_TEST_SLOW_LOAD's file
+    exists, loading takes 8 s more."""
+    slow = os.environ.get("GEMMA4_TEST_SLOW_LOAD")
+    if slow and os.path.exists(slow):
+        time.sleep(8)
+    generate = model.generate
+
+    def hanging(*args, **kwargs):
+        flag = os.environ.get("GEMMA4_TEST_HANG")
+        if flag and os.path.exists(flag):
+            os.remove(flag)
+            os.kill(os.getpid(), signal.SIGSTOP)
+        return generate(*args, **kwargs)
+
+    model.generate = hanging
+
+
+def test_a_generation_process_that_hangs_is_killed_restarted_and_the_turn_says_so(tmp_path, monkeypatch):
+    hang, slow = tmp_path / "hang", tmp_path / "slow-load"
+    monkeypatch.setenv("GEMMA4_TEST_HANG", str(hang))
+    monkeypatch.setenv("GEMMA4_TEST_SLOW_LOAD", str(slow))
+    engine = LocalEngine("tiny", device="cpu", separate_process=True, prepare="test_generation_process:hang_when_asked",
+                         heartbeat_timeout=3).load()
+    try:
+        first = engine.generation_pid
+        hang.touch()
+        started = time.monotonic()
+        events = list(engine.stream(ask(16), threading.Event()))
+        assert isinstance(events[-1], EngineError)
+        assert events[-1].message == "The generation process stopped responding and was restarted; ask again."
+        assert time.monotonic() - started < 15
+        assert not psutil.pid_exists(first) or psutil.Process(first).status() == psutil.STATUS_ZOMBIE
+        again = list(engine.stream(ask(16), threading.Event()))
+        assert isinstance(again[-1], Done) and again[-1].stats.generated_tokens == 16
+        assert engine.generation_pid not in (first, os.getpid())
+
+        # Stop while the new process loads (here slowly): the turn ends at once, not when it is ready.
+        hang.touch()
+        slow.touch()
+        assert isinstance(list(engine.stream(ask(16), threading.Event()))[-1], EngineError)  # a restart begins
+        time.sleep(0.5)
+        cancel = threading.Event()
+        threading.Timer(0.5, cancel.set).start()
+        started = time.monotonic()
+        stopped = list(engine.stream(ask(16), cancel))
+        assert time.monotonic() - started < 3, "Stop waited for the new process to load"
+        assert isinstance(stopped[-1], Done) and stopped[-1].stats.stop_reason == "cancelled"
+        slow.unlink()
     finally:
         engine.close()
 

@@ -193,14 +193,18 @@ def _load_round(entry: Any, where: str) -> ToolRound:
         _require(isinstance(c, dict) and isinstance(c.get("name"), str), f"{where}.calls[{i}] needs a name")
         arguments = c.get("arguments")
         _require(arguments is None or isinstance(arguments, dict), f"{where}.calls[{i}].arguments must be an object")
+        _require(c.get("error") is None or isinstance(c.get("error"), str),
+                 f"{where}.calls[{i}].error must be a string or null")
         calls.append(ToolCall(c["name"], arguments, str(c.get("raw") or ""), c.get("error"), str(c.get("id") or f"call_{i}")))
     results = []
     for i, r in enumerate(results_raw):
         _require(isinstance(r, dict) and isinstance(r.get("name"), str), f"{where}.results[{i}] needs a name")
         status = r.get("status", "ok")
         _require(status in ("ok", "error", "timeout", "client", "cancelled"), f"{where}.results[{i}].status is unknown")
+        _require(r.get("error") is None or isinstance(r.get("error"), str),
+                 f"{where}.results[{i}].error must be a string or null")
         results.append(ToolResult(r["name"], str(r.get("call_id") or ""), status, r.get("response"),
-                                  float(r.get("duration") or 0.0), r.get("error")))
+                                  _seconds(r, "duration", f"{where}.results[{i}]") or 0.0, r.get("error")))
     _require(len(results) <= len(calls), f"{where} has more results than calls")
     return ToolRound(calls=calls, results=results, reasoning=_string(entry, "reasoning", where),
                      content=_string(entry, "content", where), raw=_string(entry, "raw", where),

@@ -33,6 +33,8 @@ _IMAGE = re.compile(r"(?<!\\)(\\*)!\[")
 # Schemes a browser runs or renders as a document. Each is broken only where a URL could
 # start (the colon is followed by something), so "Data: ..." in prose is left alone.
 _UNSAFE_SCHEME = re.compile(r"(?i)(javascript|vbscript|livescript|data)(\s*\\?:)(?=\S)")
+_SCHEME_BEFORE_CODE = re.compile(_UNSAFE_SCHEME.pattern.removesuffix(r"(?=\S)") + r"(?=\S|$)")
+_MARKED_SCHEME = re.compile(r"(?i)(?<=[jvld])" + ZERO_WIDTH_SPACE + r"(?=(avascript|bscript|ivescript|ata)\s*\\?:)")
 _INFO_WORD = re.compile(r"[\w+#.-]+")
 # Fences that would make the renderer run a library over untrusted input.
 _EXECUTED_LANGUAGES = {"mermaid"}
@@ -42,7 +44,9 @@ _CODE_ENTITIES = {c: f"&#{ord(c)};" for c in "\\`*_~[]()!|$#+-.{}:"}
 
 def safe_markdown(text: str) -> str:
     """Markdown that renders like `text` and cannot execute anything."""
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    # Leading blank lines show nothing; dropped, a leading fence's own blank line (below) is
+    # the only one, and the text the editor restores (unescape_markdown) shows the same.
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\n").split("\n")
     out: list[str] = []
     prose: list[str] = []
     i = 0
@@ -54,8 +58,14 @@ def safe_markdown(text: str) -> str:
             body = [_dedent(line, indent) for line in lines[i + 1:end]]
             out.extend(_escape_prose(line) for line in prose)
             prose = []
+            # The fence brings its own blank lines around it: one the text had there is
+            # dropped, so that the restored text (unescape_markdown) shows just the same.
+            if out and out[-1] == "":
+                out.pop()
             out.append(_fenced(body, _language(opened[3])))
             i = end + 1
+            if i < len(lines) and lines[i] == "":
+                i += 1
             continue
         prose.append(lines[i])
         i += 1
@@ -126,7 +136,8 @@ def _escape_prose(line: str) -> str:
     out: list[str] = []
     position = 0
     for start, end, run in _code_spans(line):
-        out.append(_escape_text(line[position:start]))
+        # A scheme just before a code span is a scheme too: `[x](javascript:`...`)` is a link.
+        out.append(_escape_text(line[position:start], before_code=True))
         content = line[start + run:end - run]
         if _UNSAFE_SCHEME.search(content) or any(c in content for c in "<&") or "![" in content:
             out.append("<code>" + "".join(_CODE_ENTITIES.get(c) or html.escape(c) for c in _span_text(content))
@@ -170,7 +181,7 @@ def _span_text(content: str) -> str:
     return content
 
 
-def _escape_text(text: str) -> str:
+def _escape_text(text: str, before_code: bool = False) -> str:
     def markup(match: re.Match) -> str:
         slashes = match[1]
         if len(slashes) % 2:  # `\<` already meant a literal `<`: the entity says the same
@@ -183,13 +194,16 @@ def _escape_text(text: str) -> str:
 
     text = _ESCAPED_MARKUP.sub(markup, text)
     text = _IMAGE.sub(image, text)
-    return _UNSAFE_SCHEME.sub(lambda m: m[1][0] + ZERO_WIDTH_SPACE + m[1][1:] + m[2], text)
+    scheme = _SCHEME_BEFORE_CODE if before_code else _UNSAFE_SCHEME
+    return scheme.sub(lambda m: m[1][0] + ZERO_WIDTH_SPACE + m[1][1:] + m[2], text)
 
 
-def _replace_code_elements(text: str, replace: Callable[[str], str]) -> str:
-    """Each `<code>` element of a line replaced by `replace(its content)`: what
-    `re.sub(r"<code>(.*?)</code>", ...)` does, by a scan, as that pattern retries from
-    every `<code>` that has no close on its line, which is quadratic."""
+def _replace_code_elements(text: str, replace: Callable[[str], str],
+                           prose: Callable[[str], str] = lambda part: part) -> str:
+    """Each `<code>` element of a line replaced by `replace(its content)`, and the text
+    between them by `prose(it)`: what `re.sub(r"<code>(.*?)</code>", ...)` does, by a scan,
+    as that pattern retries from every `<code>` that has no close on its line, which is
+    quadratic."""
     out, position, search, close = [], 0, 0, -1
     while (start := text.find("<code>", search)) >= 0:
         if close < start + 6:
@@ -200,15 +214,16 @@ def _replace_code_elements(text: str, replace: Callable[[str], str]) -> str:
         if line_end >= 0:  # `.` stops at a newline: no element starts before it
             search = line_end + 1
             continue
-        out += [text[position:start], replace(text[start + 6:close])]
+        out += [prose(text[position:start]), replace(text[start + 6:close])]
         position = search = close + 7
-    out.append(text[position:])
+    out.append(prose(text[position:]))
     return "".join(out)
 
 
 def unescape_markdown(shown: str) -> str:
     """Undo `safe_markdown` for text the user edits in place (the editor shows what the chat
-    shows): entities back to characters, the added marks removed."""
+    shows): entities back to characters, the added marks removed. Fenced code is passed as
+    it is (safe_markdown left it verbatim), as is what a `<code>` element restores."""
     def code(content: str) -> str:
         text = html.unescape(content)
         longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
@@ -216,7 +231,27 @@ def unescape_markdown(shown: str) -> str:
         pad = " " if text.startswith("`") or text.endswith("`") else ""
         return f"{ticks}{pad}{text}{pad}{ticks}"
 
-    text = _replace_code_elements(shown, code)
-    text = text.replace("&#33;[", "![")
-    text = re.sub(r"&(lt|amp);", lambda m: "<" if m[1] == "lt" else "&", text)
-    return re.sub(r"(?i)(?<=[jvld])" + ZERO_WIDTH_SPACE + r"(?=(avascript|bscript|ivescript|ata)\s*\\?:)", "", text)
+    def prose(text: str) -> str:
+        text = text.replace("&#33;[", "![")
+        text = re.sub(r"&(lt|amp);", lambda m: "<" if m[1] == "lt" else "&", text)
+        return _MARKED_SCHEME.sub("", text)
+
+    lines = shown.split("\n")
+    out: list[str] = []
+    prose_lines: list[str] = []
+    i = 0
+    while i < len(lines):
+        opened = _FENCE_OPEN.match(lines[i])
+        if opened and not (opened[2][0] == "`" and "`" in opened[3]):
+            end = _fence_end(lines, i + 1, opened[2])
+            if prose_lines:
+                out.append(_replace_code_elements("\n".join(prose_lines), code, prose))
+            prose_lines = []
+            out.append("\n".join(lines[i:end + 1]))
+            i = end + 1
+            continue
+        prose_lines.append(lines[i])
+        i += 1
+    if prose_lines:
+        out.append(_replace_code_elements("\n".join(prose_lines), code, prose))
+    return "\n".join(out)

@@ -81,6 +81,7 @@ class _Wiring:
     turn: list  # the leading parameters of a turn's handler: the conversation and the session
     chat_outputs: list  # TurnOutputs' components
     gpu: dict  # a generating event: at most gpu_concurrency at once
+    own: dict  # a step that touches only the user's own state: no shared slot
     private: dict  # not an API endpoint
     streamed: dict  # a streamed turn shows its progress on the live part only
     quiet: dict  # no progress shown (see wire)
@@ -96,6 +97,11 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
     turn = [("conversation", empty), ("session", empty)]
     chat_outputs = list(TurnOutputs(history=chat.history, live=chat.live, conversation=conversation, restore=restore))
     gpu = dict(concurrency_limit=handlers.settings.gpu_concurrency, concurrency_id="gpu")
+    # Gradio gives every queued event a slot of its own function's (concurrency_id = id(fn)),
+    # limited by the queue's default (gpu_concurrency): one end-of-turn function shared by
+    # every chain made every user's composer wait for every other user's inspector refresh.
+    # Steps that touch only the user's own state run at once, for every user.
+    own = dict(concurrency_limit=None)
     private = dict(api_visibility="private")
     streamed = dict(show_progress_on=[chat.live])  # the history does not change while a turn streams
     # Every event names small components as its progress targets. Gradio's page keeps a
@@ -113,14 +119,14 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
                         reply_stats=inspector.reply_stats, raw_output=inspector.raw_output,
                         parsed_output=inspector.parsed_output, probabilities=chat.probabilities)
     after = dict(fn=after_turn, inputs=[conversation, restore, chat.composer, session, inspector.show_ids, *options],
-                 outputs=list(after_turn_outputs(settles, inspector.layers, session)), **quiet, **private)
+                 outputs=list(after_turn_outputs(settles, inspector.layers, session)), **quiet, **private, **own)
     # Gradio forgets a State only if an event has returned it: its time to live counts from the
     # last return (an hour once the page is closed). The handlers change the session in place,
     # so the inspector's refresh (at the page's load, at each change of the draft or a setting)
     # and every turn's end return it too; else a visitor's session (their unsent uploads,
     # decoded, and the inspector as last shown) stayed until 10,000 later visitors had pushed
     # it out of Gradio's store.
-    w = _Wiring(demo, handlers, layout, turn, chat_outputs, gpu, private, streamed, quiet, after)
+    w = _Wiring(demo, handlers, layout, turn, chat_outputs, gpu, own, private, streamed, quiet, after)
     _wire_turns(w)
     _wire_inspector(w)
     _wire_tools(w)
@@ -177,7 +183,8 @@ def _wire_turns(w: _Wiring) -> None:
         **private, **streamed, **gpu,
     ).then(**after)
     undone = UndoOutputs(history=chat.history, live=chat.live, conversation=conversation, composer=chat.composer)
-    chat.history.undo(handlers.turns.undo, [conversation, session], list(undone), **quiet, **private).then(**after)
+    chat.history.undo(handlers.turns.undo, [conversation, session], list(undone), **quiet, **private,
+                      **w.own).then(**after)
     chat.history.edit(running, None, chat.stop, queue=False, **private)
     chat.history.edit(with_options(handlers, handlers.turns.edit, [("data", gr.EditData), *turn]),
                       [conversation, session, *options], chat_outputs, **private, **streamed, **gpu).then(**after)
@@ -250,11 +257,11 @@ def _wire_tools(w: _Wiring) -> None:
                                   remove_row=tools.remove_row, remove_choice=tools.remove_choice,
                                   notice=tools.declare_notice)
     tools.declare.click(handlers.tools.add_tool, [tools.schema_box, enabled, session], list(declared),
-                        api_name="declare_tool")
+                        api_name="declare_tool", **w.own)
     removed = RemoveToolOutputs(enabled=enabled, docs=tools.tool_docs, remove_row=tools.remove_row,
                                 remove_choice=tools.remove_choice, notice=tools.declare_notice)
     tools.remove.click(handlers.tools.remove_tool, [tools.remove_choice, enabled, session], list(removed),
-                       api_name="remove_tool")
+                       api_name="remove_tool", **w.own)
 
 
 def _wire_files(w: _Wiring) -> None:
@@ -263,8 +270,9 @@ def _wire_files(w: _Wiring) -> None:
     conversation, session, options = layout.conversation, layout.session, layout.option_inputs
     empty, private, after = inspect.Parameter.empty, w.private, w.after
     export = with_options(handlers, handlers.files.export_files, [("conversation", empty), ("session", empty)])
-    inspector.export.click(export, [conversation, session, *options], inspector.exported, api_name="export")
+    inspector.export.click(export, [conversation, session, *options], inspector.exported, api_name="export",
+                           **w.own)
     loaded = LoadOutputs(history=chat.history, live=chat.live, conversation=conversation, docs=tools.tool_docs,
                          **layout.options)
     inspector.upload_chat.upload(handlers.files.load_chat, [inspector.upload_chat, session], list(loaded),
-                                 show_progress_on=[chat.live], **private).then(**after)
+                                 show_progress_on=[chat.live], **private, **w.own).then(**after)

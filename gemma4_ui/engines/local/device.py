@@ -27,6 +27,7 @@ from gemma4_ui.config import ASSISTANT_AUTO
 from gemma4_ui.engines import probabilities as token_probabilities
 from gemma4_ui.engines.drafting import CountingDrafter, DraftCounts, load_drafter, resolve_drafter
 from gemma4_ui.engines.loading import ResolvedModel, load_model, load_processor
+from gemma4_ui.engines.local.memory import prefill_chunk
 from gemma4_ui.engines.local.zerogpu import gpu_duration, on_gpu
 
 log = logging.getLogger(__name__)
@@ -143,6 +144,10 @@ def generate_on_device(model_key: str, inputs, generation: dict, record_probabil
     streamer = TokenStream(tokenizer)
     if drafter is not None:
         generation = {**generation, "assistant_model": drafter.model}
+    # A long prompt passes in chunks: its attention's memory grows with the prompt, not its square (memory.py).
+    chunk = prefill_chunk(int(inputs["input_ids"].shape[-1]), set(inputs.keys()), drafter is not None)
+    if chunk is not None and "prefill_chunk_size" not in generation:
+        generation = {**generation, "prefill_chunk_size": chunk}
     errors: list[BaseException] = []
     counts = DraftCounts()
     criteria = _stopping_criteria(streamer.cancelled)

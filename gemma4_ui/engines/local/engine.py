@@ -23,8 +23,14 @@ from gemma4_ui.engines import probabilities as token_probabilities
 from gemma4_ui.engines.base import Engine, GenerationRequest, import_path
 from gemma4_ui.engines.drafting import DraftCounts
 from gemma4_ui.engines.loading import ResolvedModel, load_processor, resolve_model
+from gemma4_ui.engines.local import memory
 from gemma4_ui.engines.local.device import generate_on_device, load_weights, register, registered, stop_token_ids
-from gemma4_ui.engines.local.process import GenerationProcess, worker_spec
+from gemma4_ui.engines.local.process import (
+    HEARTBEAT_TIMEOUT_SECONDS,
+    GenerationProcess,
+    GenerationProcessError,
+    worker_spec,
+)
 
 log = logging.getLogger(__name__)
 
@@ -36,12 +42,17 @@ class LocalEngine(Engine):
     (model, tokenizer) where the model is loaded (benchmarks change generate from outside)."""
 
     def __init__(self, model: str | None, device: str = "auto", dtype: str = "auto",
-                 assistant: str = ASSISTANT_OFF, separate_process: bool = False, prepare: str | None = None):
+                 assistant: str = ASSISTANT_OFF, separate_process: bool = False, prepare: str | None = None,
+                 heartbeat_timeout: float = HEARTBEAT_TIMEOUT_SECONDS, memory_available: int | None = None):
         self.resolved: ResolvedModel = resolve_model(model)
         self.status = self.resolved.status
         self._device, self._dtype = device, dtype
         self._assistant = assistant
         self._separate_process, self._prepare = separate_process, prepare
+        self._heartbeat_timeout = heartbeat_timeout  # the generation process's (process.py)
+        # Bytes free for a prompt, as the memory check takes them (tests); None: the system's, on the CPU.
+        self._memory_available = memory_available
+        self._config = None
         self._process: GenerationProcess | None = None
         self.processor = None
         self._key = ""
@@ -55,7 +66,7 @@ class LocalEngine(Engine):
         processor = load_processor(self.resolved)
         if self._separate_process:
             self._process = GenerationProcess(worker_spec(self.resolved, self._device, self._dtype, self._assistant,
-                                                          self._prepare))
+                                                          self._prepare), self._heartbeat_timeout)
             info = self._process.start()
             self.resolved.status = self.status = info.status
             return self._ready(processor, info.config, info.eos_token_ids)
@@ -74,6 +85,7 @@ class LocalEngine(Engine):
 
     def _ready(self, processor, config, stop_ids: list[int]) -> "LocalEngine":
         self.processor = processor
+        self._config = config
         self.modalities = model_family.modalities(config)
         self._stop_ids = stop_ids
         # <|tool_response>: the model hands over to a tool.
@@ -108,6 +120,18 @@ class LocalEngine(Engine):
         counting = registered(self._key)[2] if self._key else None
         return counting.model if counting is not None else None
 
+    def _too_big(self, prompt_tokens: int, new_tokens: int, inputs) -> str | None:
+        """Why this machine cannot hold this prompt now (memory.py), or None. Checked on the CPU,
+        where the host's memory is what generation uses."""
+        available = self._memory_available
+        if available is None and str(self.status.device).startswith("cpu"):
+            available = memory.available_memory()
+        if available is None or self._config is None:
+            return None
+        return memory.refusal(self._config, prompt_tokens, new_tokens, self.status.dtype, set(inputs.keys()),
+                              bool(self.status.assistant),
+                              available, self.context_length or prompt_tokens + new_tokens)
+
     def stream(self, request: GenerationRequest, cancel: threading.Event) -> Iterator:
         started = time.perf_counter()
         # 1. Layers 2 and 3, on the CPU.
@@ -120,6 +144,9 @@ class LocalEngine(Engine):
                 f"the model's context of {self.context_length}. Remove media or start a new conversation."
             )
             return
+        if (refused := self._too_big(prompt_tokens, request.max_new_tokens, inputs)) is not None:
+            yield EngineError(refused)
+            return
         # 2. Generate, parsing as tokens arrive.
         parser = ReplyParser(self.processor.tokenizer, prompt)
         guard = RepetitionGuard(request.repetition_guard)
@@ -128,7 +155,7 @@ class LocalEngine(Engine):
         generated: list[int] = []
         recorded = None
         if self._process is not None:
-            batches = self._process.generate(inputs, _sampling(request), request.token_probabilities)
+            batches = self._process.generate(inputs, _sampling(request), request.token_probabilities, cancel)
         else:
             batches = generate_on_device(self._key, inputs, _sampling(request), request.token_probabilities)
         try:
@@ -152,6 +179,9 @@ class LocalEngine(Engine):
                 yield from parser.feed(text)
                 if guard.feed(text):
                     break
+        except GenerationProcessError as err:  # said in words already (process.py)
+            yield EngineError(str(err))
+            return
         except Exception as err:  # noqa: BLE001 - e.g. out of memory: the chat reports it and goes on
             log.exception("generation failed")
             yield EngineError(f"Generation failed: {type(err).__name__}: {err}")

@@ -15,7 +15,11 @@ shared memory (torch.multiprocessing's reductions). Stop works as in-process: th
 cancel, and waits until the child's generate has ended.
 
 If the child dies (killed, out of memory), the streams in flight end with an error that
-says so, and the next request starts a new child.
+says so, in words, and a new child is started. A child that is alive but stuck (a kernel
+that never returns, a process stopped or thrashing) would hold the only generation slot for
+good: it sends a beat every HEARTBEAT_SECONDS, from a thread of its own, also while it
+generates; the parent kills a child whose beats stop for its heartbeat timeout and starts a
+new one, and the streams in flight end with an error that says so.
 """
 
 from __future__ import annotations
@@ -25,7 +29,9 @@ import logging
 import os
 import pickle
 import queue
+import signal
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -38,6 +44,14 @@ log = logging.getLogger(__name__)
 CANCEL_WAIT_SECONDS = 30.0
 # How often the reader looks whether the child is still alive while no message comes.
 ALIVE_CHECK_SECONDS = 1.0
+# How often the child says it is alive, and how long the parent waits for a word from it
+# (a beat or a batch) before it takes the child for stuck: the beat comes from a thread of
+# its own, so only a process that cannot run Python at all (a call that holds the
+# interpreter lock, a stopped or thrashing process) misses it.
+HEARTBEAT_SECONDS = 1.0
+HEARTBEAT_TIMEOUT_SECONDS = 30.0
+
+STUCK = "The generation process stopped responding and was restarted; ask again."
 
 
 class GenerationProcessError(RuntimeError):
@@ -76,8 +90,15 @@ def _picklable(err: BaseException) -> BaseException:
 
 
 def _ended(process) -> GenerationProcessError:
-    return GenerationProcessError(f"The generation process ended (exit code {process.exitcode}); "
-                                  "the next message starts a new one.")
+    """Why the streams of a child that died end, in words."""
+    code = process.exitcode
+    if code == -signal.SIGKILL:  # what the kernel's out-of-memory killer sends
+        return GenerationProcessError(
+            "The generation process was killed (exit code -9, SIGKILL), most likely because this machine ran out "
+            "of memory: the prompt or its files need more memory than is free. The process was restarted; ask "
+            "again with a shorter prompt or fewer files.")
+    return GenerationProcessError(f"The generation process ended (exit code {code}); "
+                                  "it was restarted; ask again.")
 
 
 # -- the child ---------------------------------------------------------------------------------
@@ -103,6 +124,13 @@ def _serve(spec: WorkerSpec, requests, replies) -> None:
         return
     replies.put(("ready", WorkerInfo(spec.resolved.status, model.config,
                                      device.stop_token_ids(model))))
+
+    def beat() -> None:
+        while True:
+            time.sleep(HEARTBEAT_SECONDS)
+            replies.put((None, "beat", None))
+
+    threading.Thread(target=beat, name="heartbeat", daemon=True).start()
     cancels: dict[int, threading.Event] = {}
 
     def run(rid: int, inputs, generation: dict, record: bool, cancel: threading.Event) -> None:
@@ -146,12 +174,16 @@ class GenerationProcess:
     """The child that holds the model, seen from the server: `start()` once, then
     `generate(...)` from any thread, as many at once as the queue lets through."""
 
-    def __init__(self, spec: WorkerSpec):
+    def __init__(self, spec: WorkerSpec, heartbeat_timeout: float = HEARTBEAT_TIMEOUT_SECONDS):
         self._spec = spec
-        self._lock = threading.Lock()  # starts and restarts
+        self._heartbeat_timeout = heartbeat_timeout
+        self._lock = threading.Lock()  # starts and restarts (held while a child loads)
+        self._state = threading.Lock()  # the current child, briefly
         self._process = None
         self._requests = None
-        self._streams: dict[int, queue.Queue] = {}
+        self._stopped: set[int] = set()  # pids of the children stop() ended on purpose
+        self._stuck: set[int] = set()  # pids of the children killed for missing their beats
+        self._streams: dict[int, tuple[object, queue.Queue]] = {}  # rid → (its child, its stream)
         self._ids = itertools.count()
 
     def start(self) -> WorkerInfo:
@@ -174,7 +206,8 @@ class GenerationProcess:
         if kind == "load_error":
             process.join()
             raise ModelLoadError(payload)
-        self._process, self._requests = process, requests
+        with self._state:
+            self._process, self._requests = process, requests
         threading.Thread(target=self._read, args=(process, replies), name="generation-replies", daemon=True).start()
         log.info("generating in process %d", process.pid)
         return payload
@@ -184,42 +217,82 @@ class GenerationProcess:
         return self._process.pid if self._process is not None else None
 
     def _read(self, process, replies) -> None:
-        """Route the child's messages to their streams; when it dies, end them all."""
+        """Route the child's messages to their streams; when it dies or stops beating, end
+        its streams and start a new child."""
+        heard = time.monotonic()
+        stuck = False
         while True:
             try:
                 rid, kind, payload = replies.get(timeout=ALIVE_CHECK_SECONDS)
             except queue.Empty:
-                if process.is_alive():
-                    continue
-                break
+                if not process.is_alive():
+                    break
+                if time.monotonic() - heard > self._heartbeat_timeout:
+                    stuck = True
+                    self._stuck.add(process.pid)
+                    process.kill()
+                    process.join(timeout=10)
+                    break
+                continue
             except (EOFError, OSError):
                 break
-            if (stream := self._streams.get(rid)) is not None:  # none: a stream closed early
-                stream.put((kind, payload))
-        with self._lock:
-            if self._process is not process:  # stopped on purpose (stop())
+            heard = time.monotonic()
+            if kind == "beat":
+                continue
+            if (entry := self._streams.get(rid)) is not None:  # none: a stream closed early
+                entry[1].put((kind, payload))
+        with self._state:
+            if process.pid in self._stopped:  # stopped on purpose (stop())
                 return
-            self._process = None  # the next request starts a new one
-        died = _ended(process)
-        log.error("%s", died)
-        for stream in list(self._streams.values()):
-            stream.put(("error", died))
+            if self._process is process:
+                self._process = None
+        died = self._why(process)
+        if stuck:
+            log.error("the generation process %d sent nothing for %.0f s: killed", process.pid,
+                      self._heartbeat_timeout)
+        else:
+            log.error("%s", died)
+        for child, stream in list(self._streams.values()):
+            if child is process:
+                stream.put(("error", died))
+        threading.Thread(target=self._restart, name="generation-restart", daemon=True).start()
 
-    def _running(self):
-        with self._lock:
+    def _why(self, process) -> GenerationProcessError:
+        return GenerationProcessError(STUCK) if process.pid in self._stuck else _ended(process)
+
+    def _restart(self) -> None:
+        try:
+            self._running()
+        except Exception:  # noqa: BLE001 - the next request tries again, and reports it
+            log.exception("could not restart the generation process")
+
+    def _running(self, cancel: threading.Event | None = None):
+        """The live child (started if there is none), or None once `cancel` is set while a
+        child is being started: a Stop does not wait for a model to load."""
+        while not self._lock.acquire(timeout=0.1):
+            if cancel is not None and cancel.is_set():
+                return None
+        try:
             # None: the reader saw the child die; not alive: it died and the reader has not looked yet.
             if self._process is None or not self._process.is_alive():
                 log.warning("starting a new generation process")
                 self.start()
             return self._process, self._requests
+        finally:
+            self._lock.release()
 
-    def generate(self, inputs, generation: dict, record_probabilities: bool = False) -> Iterator:
+    def generate(self, inputs, generation: dict, record_probabilities: bool = False,
+                 cancel: threading.Event | None = None) -> Iterator:
         """What `device.generate_on_device` yields, computed in the child. Closing the
-        generator cancels generation there and waits until it has stopped."""
-        process, requests = self._running()
+        generator cancels generation there and waits until it has stopped; `cancel` set
+        while a new child is starting ends it with nothing."""
+        running = self._running(cancel)
+        if running is None:
+            return
+        process, requests = running
         rid = next(self._ids)
         stream: queue.Queue = queue.Queue()
-        self._streams[rid] = stream
+        self._streams[rid] = (process, stream)
         ended = False
         try:
             requests.put(("generate", rid, inputs, generation, record_probabilities))
@@ -229,7 +302,7 @@ class GenerationProcess:
                 except queue.Empty:
                     if process.is_alive():
                         continue
-                    kind, payload = "error", _ended(process)  # before the reader saw it
+                    kind, payload = "error", self._why(process)  # before the reader saw it
                 if kind == "batch":
                     yield payload
                     continue
@@ -239,23 +312,29 @@ class GenerationProcess:
                 return
         finally:
             if not ended:
-                self._cancel(requests, rid, stream)
+                self._cancel(process, requests, rid, stream)
             self._streams.pop(rid, None)
 
-    def _cancel(self, requests, rid: int, stream: queue.Queue) -> None:
+    def _cancel(self, process, requests, rid: int, stream: queue.Queue) -> None:
         """Tell the child to stop generation `rid`, and wait until it has (its end, or the
-        reader's word that the child is gone)."""
+        child is gone: dead, or killed for missing its beats)."""
         requests.put(("cancel", rid))
-        try:
-            while stream.get(timeout=CANCEL_WAIT_SECONDS)[0] == "batch":
-                pass
-        except queue.Empty:
-            log.warning("generation %d did not confirm its cancel within %.0f s", rid, CANCEL_WAIT_SECONDS)
+        deadline = time.monotonic() + CANCEL_WAIT_SECONDS
+        while time.monotonic() < deadline:
+            try:
+                if stream.get(timeout=min(ALIVE_CHECK_SECONDS, CANCEL_WAIT_SECONDS))[0] != "batch":
+                    return
+            except queue.Empty:
+                if not process.is_alive():
+                    return
+        log.warning("generation %d did not confirm its cancel within %.0f s", rid, CANCEL_WAIT_SECONDS)
 
     def stop(self) -> None:
         """End the child (tests, and a server shutting down)."""
-        with self._lock:
+        with self._lock, self._state:
             process, self._process = self._process, None
+            if process is not None:
+                self._stopped.add(process.pid)
         if process is not None and process.is_alive():
             self._requests.put(("exit",))
             process.join(timeout=10)
