@@ -16,10 +16,12 @@ from pathlib import Path
 
 import httpx
 
+from gemma4_ui.core.options import USER_OPTIONS
 from tests.conftest import chat_messages
 
+# One value per chat option, in the order /chat takes them (core.options.USER_OPTIONS).
 CHAT_DEFAULTS = dict(system_prompt="", thinking=False, max_new_tokens=64, temperature=0.0, top_p=0.95, top_k=64,
-                     image_budget=280, enabled_tools=[], max_tool_rounds=5)
+                     image_budget=280, enabled_tools=[], max_tool_rounds=5, repetition_guard=4)
 
 
 @dataclass
@@ -72,7 +74,7 @@ class ChatClient:
         options = {**CHAT_DEFAULTS, **settings}
         reply = StreamedReply(requested=time.perf_counter())
         message = {"text": text, "files": [self.upload(p) for p in files]}
-        data = [message, *(options[name] for name in CHAT_DEFAULTS)]
+        data = [message, *(options[name] for name in USER_OPTIONS)]
         body = {"data": data, **({"session_hash": session_hash} if session_hash else {})}
         response = self._http.post(f"{self.url}/call/chat", json=body)
         response.raise_for_status()

@@ -96,7 +96,7 @@ def test_the_calculator_round_through_the_app(processor):
 def test_a_declared_tool_can_be_removed(replay_server):
     server, _ = replay_server
     client = server.client()
-    enabled, docs, *_ = client.predict(json.dumps(SCHEMA), api_name="/declare_tool")
+    enabled, docs, *_ = client.predict(json.dumps(SCHEMA), [], api_name="/declare_tool")
     assert enabled["value"] == ["lookup_order"] and "lookup_order" in docs
     assert ("lookup_order", "lookup_order") in [tuple(choice) for choice in enabled["choices"]], "named once"
     enabled, docs, *_ = client.predict("lookup_order", ["lookup_order", "calculator"], api_name="/remove_tool")
