@@ -32,24 +32,34 @@ class Parts:
 
 
 OPENERS = Parts(
-    train=("",) * 10 + ("Hi, ", "Hello! ", "Hey, ", "Hey there. ", "Good morning! ", "Quick question: ", "OK, ",
-                        "So, ", "Excuse me, ", "Hi there! ", "Hello, ", "Hi! ", "Um, ", "Good evening. "),
-    held_out=("",) * 6 + ("Hiya, ", "Good afternoon. ", "Sorry to bother you, ", "Yo! ", "Greetings! ",
-                          "Hey again, ", "Right, ", "Morning! "),
+    train=("",) * 12 + ("Hi, ", "Hello! ", "Hey, ", "Hey there. ", "Good morning! ", "Quick question: ", "OK, ",
+                        "So, ", "Excuse me, ", "Hi there! ", "Hello, ", "Hi! ", "Um, ", "Good evening. ", "Hiya, ",
+                        "Good afternoon. ", "Sorry to bother you, ", "Yo! ", "Greetings! ", "Hey again, ", "Right, ",
+                        "Morning! ", "Sorry, ", "Question: ", "Hey friend, ", "Well, ", "Alright, "),
+    held_out=("",) * 6 + ("Howdy! ", "Pardon me, ", "Hey buddy, ", "Evening! ", "One thing: ", "Hallo, "),
 )
 # Words between the argument and the end: when, and filler.
 WHEN = Parts(
-    train=(" today", " right now", " now", " at the moment", " this morning", " tonight", " currently"),
-    held_out=(" this afternoon", " at present", " this evening", " just now", " as we speak"),
+    train=(" today", " right now", " now", " at the moment", " this morning", " tonight", " currently",
+           " this afternoon", " this evening", " at present", " just now", " these days", " this week"),
+    held_out=(" as we speak", " at this hour", " presently", " this very minute"),
 )
 FILLER = Parts(
-    train=(" please", " for me", " for me please", " pls", " thanks"),
-    held_out=(" if you can", " thank you", " real quick", " if possible"),
+    train=(" please", " for me", " for me please", " pls", " thanks", " if you can", " thank you", " real quick",
+           " if possible", " quickly", " again", " too", " by the way", " ok", " asap", " for my trip",
+           " for a friend", " if you don't mind", " using the tool", " exactly"),
+    held_out=(" if that's ok", " when you can", " for my mum", " no rush", " kindly"),
 )
 CLOSERS = Parts(
-    train=("",) * 8 + (" Thanks!", " Thank you.", " Thanks in advance.", " Thx."),
-    held_out=("",) * 5 + (" Cheers!", " Much appreciated.", " Ta."),
+    train=("",) * 10 + (" Thanks!", " Thank you.", " Thanks in advance.", " Thx.", " Cheers!", " Much appreciated.",
+                        " Ta.", " Have a nice day.", " Love it!", " Appreciate it.", " :)", " Merci!"),
+    held_out=("",) * 5 + (" Many thanks!", " Ciao!", " You rock.", " Much obliged."),
 )
+
+
+LOOSE_WORDS = tuple("""and then also really quickly soon maybe later right there here today tomorrow honestly
+basically anyway though again still yet just only exactly roughly about around since because while if when or so
+very much more less well fine good great nice cool sure okay ok yes no please thanks friend mate buddy""".split())
 
 
 @dataclass(frozen=True)
@@ -93,21 +103,29 @@ WEATHER = families(
     ("travel", TRAIN, "question", (
         "I'm going to {x}. What's the weather there", "I am flying to {x}. How is the weather there",
         "Heading to {x}. Is it raining there")),
-    # Held out: never in training.
-    ("how adjective", HELD_OUT, "question", (
-        "How hot is it in {x}", "How cold is it in {x}", "How humid is it in {x}", "How windy is it in {x}")),
-    ("advice", HELD_OUT, "question", (
+    ("how adjective", TRAIN, "question", (
+        "How hot is it in {x}", "How cold is it in {x}", "How humid is it in {x}", "How windy is it in {x}",
+        "How sunny is it in {x}")),
+    ("advice", TRAIN, "question", (
         "Should I take an umbrella in {x}", "Do I need a coat in {x}", "Will I need sunscreen in {x}",
-        "Should I wear a jacket in {x}")),
-    ("conditions", HELD_OUT, "request", (
+        "Should I wear a jacket in {x}", "Do I need an umbrella in {x}")),
+    ("conditions", TRAIN, "request", (
         "Give me the current conditions in {x}", "Find out the weather in {x}", "Report the weather for {x}",
         "Fetch the weather for {x}")),
-    ("wonder", HELD_OUT, "question", (
+    ("do you know", TRAIN, "question", (
         "Do you know the weather in {x}", "Any idea what the weather's like in {x}",
         "What's it like outside in {x}", "What are the conditions in {x}")),
+    # Held out: constructions training never holds, of words it does.
+    ("tell me how", HELD_OUT, "request", (
+        "Tell me how hot it is in {x}", "Let me know if it is raining in {x}", "Tell me how cold it is in {x}")),
+    ("wonder", HELD_OUT, "request", (
+        "I wonder what the weather is like in {x}", "I'm curious about the weather in {x}",
+        "I would love to know the temperature in {x}")),
+    ("would I need", HELD_OUT, "question", (
+        "Would I need an umbrella in {x}", "Is a coat needed in {x}", "Is it a good day for sunscreen in {x}")),
 )
-FAHRENHEIT = Parts(train=(" in Fahrenheit", " in fahrenheit", " in degrees Fahrenheit", " in °F"),
-                   held_out=(" in F", " using Fahrenheit"))
+FAHRENHEIT = Parts(train=(" in Fahrenheit", " in fahrenheit", " in degrees Fahrenheit", " in °F", " in F",
+                          " using Fahrenheit"), held_out=(" in degrees F", " with Fahrenheit"))
 
 CALCULATOR = families(
     ("what is", TRAIN, "question", ("What's {x}", "What is {x}", "How much is {x}", "what's {x}",
@@ -118,14 +136,17 @@ CALCULATOR = families(
                                     "Can you tell me what {x} is")),
     ("bare", TRAIN, "bare", ("{x} = ?", "{x}", "{x} =", "{x} is")),
     ("i need", TRAIN, "request", ("I need to know {x}", "I want to know what {x} is", "I'd like {x} worked out")),
-    ("what do you get", HELD_OUT, "question", ("What do you get for {x}", "What does {x} come to",
-                                               "What would {x} be", "What's the answer to {x}")),
-    ("solve", HELD_OUT, "request", ("Solve {x}", "Find {x}", "Evaluate {x}", "Help me figure out {x}")),
+    ("what do you get", TRAIN, "question", ("What do you get for {x}", "What does {x} come to",
+                                            "What would {x} be", "What's the answer to {x}")),
+    ("solve", TRAIN, "request", ("Solve {x}", "Find {x}", "Evaluate {x}", "Help me figure out {x}")),
+    ("result of", HELD_OUT, "question", ("What's the result of {x}", "What does {x} equal", "Do you know {x}")),
+    ("figure out", HELD_OUT, "request", ("Figure out {x}", "Crunch {x}", "Give me the result of {x}")),
 )
 # Verb-led arithmetic ("add 256 and 512") is the whole request, or follows a polite lead-in.
 CALCULATOR_VERBAL = families(
     ("bare verb", TRAIN, "request", ("{X}", "Please {x}", "Can you {x}", "Could you {x}")),
-    ("need you to", HELD_OUT, "request", ("I need you to {x}", "Quickly {x}", "Would you {x}")),
+    ("need you to", TRAIN, "request", ("I need you to {x}", "Quickly {x}", "Would you {x}")),
+    ("go ahead", HELD_OUT, "request", ("Go ahead and {x}", "Help me {x}", "Kindly {x}")),
 )
 
 TIME = families(
@@ -139,11 +160,14 @@ TIME = families(
     ("can you", TRAIN, "question", ("Can you tell me the time in {x}", "Could you check the time in {x}",
                                     "What's the local time in {x}")),
     ("is it morning", TRAIN, "question", ("Is it morning in {x}", "Is it night in {x}")),
-    ("do you know", HELD_OUT, "question", ("Do you know what time it is in {x}", "Any idea of the time in {x}",
-                                           "What hour is it in {x}")),
-    ("late", HELD_OUT, "question", ("Is it late in {x}", "Is it evening in {x}", "Is it still early in {x}")),
-    ("i need", HELD_OUT, "request", ("I need the current time in {x}", "I'd like the time in {x}",
-                                     "Find the time in {x}")),
+    ("do you know", TRAIN, "question", ("Do you know what time it is in {x}", "Any idea of the time in {x}",
+                                        "What hour is it in {x}")),
+    ("late", TRAIN, "question", ("Is it late in {x}", "Is it evening in {x}", "Is it still early in {x}")),
+    ("i need", TRAIN, "request", ("I need the current time in {x}", "I'd like the time in {x}",
+                                  "Find the time in {x}")),
+    ("clock", HELD_OUT, "question", ("What does the clock say in {x}", "How late is it in {x}",
+                                     "What's the hour in {x}")),
+    ("let me know", HELD_OUT, "request", ("Let me know the time in {x}", "I'm curious what time it is in {x}")),
 )
 
 CONVERT = families(
@@ -155,10 +179,13 @@ CONVERT = families(
                                     "How much is {v} {f} in {t}", "What are {v} {f} in {t}")),
     ("bare", TRAIN, "bare", ("{v} {f} to {t}", "{v} {f} in {t}", "{v} {f} into {t}")),
     ("can you", TRAIN, "question", ("Can you convert {v} {f} to {t}", "Could you change {v} {f} into {t}")),
-    ("equals", HELD_OUT, "question", ("{v} {f} equals how many {t}", "{v} {f} is how many {t}",
-                                      "{v} {f} makes how many {t}")),
-    ("express", HELD_OUT, "request", ("I need {v} {f} expressed in {t}", "Turn {v} {f} into {t}",
-                                      "Give me {v} {f} in {t}", "Tell me {v} {f} in {t}")),
+    ("equals", TRAIN, "question", ("{v} {f} equals how many {t}", "{v} {f} is how many {t}",
+                                   "{v} {f} makes how many {t}")),
+    ("express", TRAIN, "request", ("I need {v} {f} expressed in {t}", "Turn {v} {f} into {t}",
+                                   "Give me {v} {f} in {t}", "Tell me {v} {f} in {t}")),
+    ("would be", HELD_OUT, "question", ("What would {v} {f} be in {t}", "Do you know {v} {f} in {t}",
+                                        "{v} {f} would be how many {t}")),
+    ("switch", HELD_OUT, "request", ("Switch {v} {f} to {t}", "Show {v} {f} as {t}", "Work out {v} {f} in {t}")),
 )
 
 # Unit spellings by quantity (symbols, names, plurals, abbreviations): all are read by
@@ -311,6 +338,9 @@ def compose(rng: random.Random, split: str, family: Family, fill: dict[str, str]
         tail += FILLER.pick(rng, split)
     elif roll < 0.45 and when:
         tail += WHEN.pick(rng, split) + FILLER.pick(rng, split)
+    elif roll < 0.55 and split == TRAIN:
+        # Any lower-case words may follow a name; none of them belongs to it.
+        tail += "".join(" " + rng.choice(LOOSE_WORDS) for _ in range(rng.randint(1, 3)))
     # The words after the argument go where the frame's last argument ends.
     last = max(("{x}", "{X}", "{t}", "{f}"), key=frame.find)
     written = dict(fill)
