@@ -19,9 +19,10 @@ import httpx
 from gemma4_ui.core.options import USER_OPTIONS
 from tests.conftest import chat_messages
 
-# One value per chat option, in the order /chat takes them (core.options.USER_OPTIONS).
+# One value per chat option, in the order /chat takes them (core.options.USER_OPTIONS). The
+# repetition guard is off: every side generates the same number of tokens, loops included.
 CHAT_DEFAULTS = dict(system_prompt="", thinking=False, max_new_tokens=64, temperature=0.0, top_p=0.95, top_k=64,
-                     image_budget=280, enabled_tools=[], max_tool_rounds=5, repetition_guard=4)
+                     image_budget=280, enabled_tools=[], max_tool_rounds=5, repetition_guard=0)
 
 
 @dataclass

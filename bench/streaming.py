@@ -136,10 +136,11 @@ def app_via_gradio_client(client, app, text: str, max_new_tokens: int, new_conve
         client.predict(api_name="/new_conversation")
     before, cpu = len(app.recorded_rounds()), app.cpu_seconds()
     requested = time.perf_counter()
-    # No tool on (the demo model starts with its tools on): the same prompt as the other sides.
+    # No tool on (the demo model starts with its tools on) and no repetition guard: the same
+    # prompt and the same number of tokens as the other sides.
     arrivals = [time.perf_counter() for parts in client.submit(
         {"text": text, "files": []}, system_prompt="", thinking=False, max_new_tokens=max_new_tokens, temperature=0.0,
-        enabled_tools=[], api_name="/chat")
+        enabled_tools=[], repetition_guard=0, api_name="/chat")
         if reply_text(chat_messages(parts))]
     return _app_timing(app, before, requested, arrivals[0], arrivals[-1], cpu)
 
