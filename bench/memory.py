@@ -47,8 +47,9 @@ def one_run(ctx: Context, photos: list[Path]) -> dict[str, float]:
     client = Client(app.url, verbose=False, download_files=False)
 
     def send(turn: int, photo: Path) -> None:
-        client.predict({"text": f"Turn {turn}: what is new here?", "files": [handle_file(str(photo))]}, "", False,
-                       8, 0.0, 0.95, 64, 70, api_name="/chat")
+        client.predict({"text": f"Turn {turn}: what is new here?", "files": [handle_file(str(photo))]},
+                       system_prompt="", thinking=False, max_new_tokens=8, temperature=0.0, top_p=0.95, top_k=64,
+                       image_budget=70, enabled_tools=[], repetition_guard=0, api_name="/chat")
 
     readings = {}
     for turn, photo in enumerate(photos[:late], start=1):

@@ -168,7 +168,8 @@ def chat_with_photos(client, messages: int) -> None:
     photos = [handle_file(str(EXAMPLE_IMAGE)), handle_file(str(EXAMPLE_PHOTO))]
     client.predict(api_name="/new_conversation")
     for n in range(messages):
-        client.predict({"text": f"Photos {n}: what changed?", "files": photos}, "", False, 16, 0.0, api_name="/chat")
+        client.predict({"text": f"Photos {n}: what changed?", "files": photos}, system_prompt="", thinking=False,
+                       max_new_tokens=16, temperature=0.0, enabled_tools=[], repetition_guard=0, api_name="/chat")
 
 
 def exported_history(client) -> list[dict]:

@@ -121,8 +121,9 @@ def test_a_generation_process_that_dies_is_reported_and_replaced():
 def hang_when_asked(model, tokenizer) -> None:
     """A test hook (LocalEngine's `prepare`, run in the child): while the file named by
     GEMMA4_TEST_HANG exists, the first generate removes it and stops the whole process
-    (alive, but nothing in it runs: its beats stop); while GEMMA4_TEST_SLOW_LOAD's file
-    exists, loading takes 8 s more."""
+    (alive, but nothing in it runs: its beats stop); while GEMMA4_TEST_STALL's file exists,
+    the first generate removes it and waits in Python for good (its beats go on); while
+    GEMMA4_TEST_SLOW_LOAD's file exists, loading takes 8 s more."""
     slow = os.environ.get("GEMMA4_TEST_SLOW_LOAD")
     if slow and os.path.exists(slow):
         time.sleep(8)
@@ -133,6 +134,10 @@ def hang_when_asked(model, tokenizer) -> None:
         if flag and os.path.exists(flag):
             os.remove(flag)
             os.kill(os.getpid(), signal.SIGSTOP)
+        flag = os.environ.get("GEMMA4_TEST_STALL")
+        if flag and os.path.exists(flag):
+            os.remove(flag)
+            threading.Event().wait()
         return generate(*args, **kwargs)
 
     model.generate = hanging
@@ -169,6 +174,28 @@ def test_a_generation_process_that_hangs_is_killed_restarted_and_the_turn_says_s
         assert time.monotonic() - started < 3, "Stop waited for the new process to load"
         assert isinstance(stopped[-1], Done) and stopped[-1].stats.stop_reason == "cancelled"
         slow.unlink()
+    finally:
+        engine.close()
+
+
+def test_a_generation_process_stuck_in_python_is_killed_and_restarted(tmp_path, monkeypatch):
+    stall = tmp_path / "stall"
+    monkeypatch.setenv("GEMMA4_TEST_STALL", str(stall))
+    engine = LocalEngine("tiny", device="cpu", separate_process=True, prepare="test_generation_process:hang_when_asked",
+                         heartbeat_timeout=3, stall_timeout=3).load()
+    try:
+        first = engine.generation_pid
+        # A long answer that makes progress is not taken for stuck, however long it runs.
+        assert isinstance(list(engine.stream(ask(64), threading.Event()))[-1], Done)
+        stall.touch()
+        started = time.monotonic()
+        events = list(engine.stream(ask(16), threading.Event()))
+        assert isinstance(events[-1], EngineError)
+        assert events[-1].message == "The generation process stopped responding and was restarted; ask again."
+        assert time.monotonic() - started < 15
+        again = list(engine.stream(ask(16), threading.Event()))
+        assert isinstance(again[-1], Done) and again[-1].stats.generated_tokens == 16
+        assert engine.generation_pid not in (first, os.getpid())
     finally:
         engine.close()
 

@@ -27,6 +27,7 @@ from gemma4_ui.engines.local import memory
 from gemma4_ui.engines.local.device import generate_on_device, load_weights, register, registered, stop_token_ids
 from gemma4_ui.engines.local.process import (
     HEARTBEAT_TIMEOUT_SECONDS,
+    STALL_TIMEOUT_SECONDS,
     GenerationProcess,
     GenerationProcessError,
     worker_spec,
@@ -43,13 +44,14 @@ class LocalEngine(Engine):
 
     def __init__(self, model: str | None, device: str = "auto", dtype: str = "auto",
                  assistant: str = ASSISTANT_OFF, separate_process: bool = False, prepare: str | None = None,
-                 heartbeat_timeout: float = HEARTBEAT_TIMEOUT_SECONDS, memory_available: int | None = None):
+                 heartbeat_timeout: float = HEARTBEAT_TIMEOUT_SECONDS, stall_timeout: float = STALL_TIMEOUT_SECONDS,
+                 memory_available: int | None = None):
         self.resolved: ResolvedModel = resolve_model(model)
         self.status = self.resolved.status
         self._device, self._dtype = device, dtype
         self._assistant = assistant
         self._separate_process, self._prepare = separate_process, prepare
-        self._heartbeat_timeout = heartbeat_timeout  # the generation process's (process.py)
+        self._timeouts = heartbeat_timeout, stall_timeout  # the generation process's (process.py)
         # Bytes free for a prompt, as the memory check takes them (tests); None: the system's, on the CPU.
         self._memory_available = memory_available
         self._config = None
@@ -66,7 +68,7 @@ class LocalEngine(Engine):
         processor = load_processor(self.resolved)
         if self._separate_process:
             self._process = GenerationProcess(worker_spec(self.resolved, self._device, self._dtype, self._assistant,
-                                                          self._prepare), self._heartbeat_timeout)
+                                                          self._prepare), *self._timeouts)
             info = self._process.start()
             self.resolved.status = self.status = info.status
             return self._ready(processor, info.config, info.eos_token_ids)

@@ -19,7 +19,11 @@ says so, in words, and a new child is started. A child that is alive but stuck (
 that never returns, a process stopped or thrashing) would hold the only generation slot for
 good: it sends a beat every HEARTBEAT_SECONDS, from a thread of its own, also while it
 generates; the parent kills a child whose beats stop for its heartbeat timeout and starts a
-new one, and the streams in flight end with an error that says so.
+new one, and the streams in flight end with an error that says so. A child stuck in Python
+(a loop or a wait that lets the beat thread run) still beats: so each beat also says how far
+the model has got (forward passes of it and of its decoder layers) and whether anything is
+generating, and a child that generates without getting any further for its stall timeout is
+taken for stuck too.
 """
 
 from __future__ import annotations
@@ -50,6 +54,9 @@ ALIVE_CHECK_SECONDS = 1.0
 # interpreter lock, a stopped or thrashing process) misses it.
 HEARTBEAT_SECONDS = 1.0
 HEARTBEAT_TIMEOUT_SECONDS = 30.0
+# How long a generating child may go without finishing a single layer before it is taken for
+# stuck: long enough for one layer of a long prompt's chunk on a slow CPU.
+STALL_TIMEOUT_SECONDS = 300.0
 
 STUCK = "The generation process stopped responding and was restarted; ask again."
 
@@ -125,13 +132,22 @@ def _serve(spec: WorkerSpec, requests, replies) -> None:
     replies.put(("ready", WorkerInfo(spec.resolved.status, model.config,
                                      device.stop_token_ids(model))))
 
+    progress = [0]  # forward passes finished, of the model and of each of its decoder layers
+
+    def advanced(*_) -> None:
+        progress[0] += 1
+
+    for module in model.modules():
+        if module is model or type(module).__name__.endswith("DecoderLayer"):
+            module.register_forward_hook(advanced)
+    cancels: dict[int, threading.Event] = {}  # the generations in flight
+
     def beat() -> None:
         while True:
             time.sleep(HEARTBEAT_SECONDS)
-            replies.put((None, "beat", None))
+            replies.put((None, "beat", (progress[0], bool(cancels))))
 
     threading.Thread(target=beat, name="heartbeat", daemon=True).start()
-    cancels: dict[int, threading.Event] = {}
 
     def run(rid: int, inputs, generation: dict, record: bool, cancel: threading.Event) -> None:
         batches = device.generate_on_device(key, inputs, generation, record)
@@ -174,15 +190,17 @@ class GenerationProcess:
     """The child that holds the model, seen from the server: `start()` once, then
     `generate(...)` from any thread, as many at once as the queue lets through."""
 
-    def __init__(self, spec: WorkerSpec, heartbeat_timeout: float = HEARTBEAT_TIMEOUT_SECONDS):
+    def __init__(self, spec: WorkerSpec, heartbeat_timeout: float = HEARTBEAT_TIMEOUT_SECONDS,
+                 stall_timeout: float = STALL_TIMEOUT_SECONDS):
         self._spec = spec
         self._heartbeat_timeout = heartbeat_timeout
+        self._stall_timeout = stall_timeout
         self._lock = threading.Lock()  # starts and restarts (held while a child loads)
         self._state = threading.Lock()  # the current child, briefly
         self._process = None
         self._requests = None
         self._stopped: set[int] = set()  # pids of the children stop() ended on purpose
-        self._stuck: set[int] = set()  # pids of the children killed for missing their beats
+        self._stuck: set[int] = set()  # pids of the children killed as stuck (no beats, or no progress)
         self._streams: dict[int, tuple[object, queue.Queue]] = {}  # rid → (its child, its stream)
         self._ids = itertools.count()
 
@@ -219,8 +237,8 @@ class GenerationProcess:
     def _read(self, process, replies) -> None:
         """Route the child's messages to their streams; when it dies or stops beating, end
         its streams and start a new child."""
-        heard = time.monotonic()
-        stuck = False
+        heard = moved = time.monotonic()
+        progress, stuck = None, ""
         while True:
             try:
                 rid, kind, payload = replies.get(timeout=ALIVE_CHECK_SECONDS)
@@ -228,19 +246,26 @@ class GenerationProcess:
                 if not process.is_alive():
                     break
                 if time.monotonic() - heard > self._heartbeat_timeout:
-                    stuck = True
-                    self._stuck.add(process.pid)
-                    process.kill()
-                    process.join(timeout=10)
+                    stuck = f"sent nothing for {self._heartbeat_timeout:.0f} s"
                     break
                 continue
             except (EOFError, OSError):
                 break
             heard = time.monotonic()
             if kind == "beat":
+                done, generating = payload
+                if not generating or done != progress:
+                    progress, moved = done, heard
+                elif heard - moved > self._stall_timeout:
+                    stuck = f"generated without progress for {self._stall_timeout:.0f} s"
+                    break
                 continue
             if (entry := self._streams.get(rid)) is not None:  # none: a stream closed early
                 entry[1].put((kind, payload))
+        if stuck:
+            self._stuck.add(process.pid)
+            process.kill()
+            process.join(timeout=10)
         with self._state:
             if process.pid in self._stopped:  # stopped on purpose (stop())
                 return
@@ -248,8 +273,7 @@ class GenerationProcess:
                 self._process = None
         died = self._why(process)
         if stuck:
-            log.error("the generation process %d sent nothing for %.0f s: killed", process.pid,
-                      self._heartbeat_timeout)
+            log.error("the generation process %d %s: killed", process.pid, stuck)
         else:
             log.error("%s", died)
         for child, stream in list(self._streams.values()):
