@@ -26,7 +26,7 @@ from gemma4_ui.web.chat_history import ChatHistory
 from gemma4_ui.web.examples import EXAMPLE_SCHEMA, chat_examples, examples
 from gemma4_ui.web.handlers.shared import SharedChatHandlers
 from gemma4_ui.web.handlers.tools import tool_choices, tools_markdown
-from gemma4_ui.web.outputs import InspectorLayers
+from gemma4_ui.web.outputs import BranchBar, InspectorLayers
 from gemma4_ui.web.tail_patched_html import tail_patched_html
 
 LAYERS = {"Messages": "layer-messages", "Template": "layer-template", "Expanded": "layer-expanded"}
@@ -80,6 +80,7 @@ class ChatColumn:
     tool_cancel: gr.Button
     stop: gr.Button
     new_chat: gr.Button
+    branches: BranchBar  # ‹ 2 / 3 › for a message with versions
     probabilities_view: gr.Accordion
     probabilities: gr.HTML
 
@@ -149,6 +150,7 @@ def _chat_column(default_tools: list[str]) -> ChatColumn:
         )
         live = gr.Chatbot(elem_id="chat-live", show_label=False, buttons=["copy"], autoscroll=False,
                           group_consecutive_messages=False, **CHAT_RENDERING)
+    branches = _branch_bar()
     composer = gr.MultimodalTextbox(
         elem_id="composer", show_label=False, sources=["upload", "microphone"],
         file_types=["image", "audio", "video"], file_count="multiple",
@@ -168,7 +170,19 @@ def _chat_column(default_tools: list[str]) -> ChatColumn:
         probabilities = gr.HTML(elem_id="token-probabilities")
     return ChatColumn(history=history, live=live, composer=composer, staged=staged, shows_messages=shows_messages,
                       tool_row=tool_row, tool_answer=tool_answer, tool_submit=tool_submit, tool_cancel=tool_cancel,
-                      stop=stop, new_chat=new_chat, probabilities_view=probabilities_view, probabilities=probabilities)
+                      stop=stop, new_chat=new_chat, branches=branches, probabilities_view=probabilities_view,
+                      probabilities=probabilities)
+
+
+def _branch_bar() -> BranchBar:
+    """Real buttons and a list, so that a mouse, a finger and the keyboard all reach them."""
+    with gr.Row(visible=False, elem_id="branch-bar", equal_height=True) as row:
+        pick = gr.Dropdown(label="Versions of", choices=[], elem_id="branch-pick", scale=4, min_width=160,
+                           allow_custom_value=False)
+        previous = gr.Button("‹", elem_id="branch-previous", size="sm", scale=0, min_width=44, interactive=False)
+        count = gr.Markdown(elem_id="branch-count")
+        next_ = gr.Button("›", elem_id="branch-next", size="sm", scale=0, min_width=44, interactive=False)
+    return BranchBar(row=row, pick=pick, count=count, previous=previous, next=next_)
 
 
 def _inspector_tab() -> InspectorTab:

@@ -72,6 +72,16 @@ class InspectorLayers(NamedTuple):
     expanded_colour: Any  # layer 3 coloured by token kind, patched pieces
 
 
+class BranchBar(NamedTuple):
+    """The bar below the chat that steps through a message's versions: ‹ 2 / 3 ›."""
+
+    row: Any  # shown while the chat has a message with versions
+    pick: Any  # which message's versions the arrows step through
+    count: Any  # "2 / 3"
+    previous: Any  # ‹
+    next: Any  # ›
+
+
 class AfterTurn(NamedTuple):
     """What settles after a turn, before the inspector's layers (`after_turn_outputs`)."""
 
@@ -83,6 +93,25 @@ class AfterTurn(NamedTuple):
     raw_output: Any
     parsed_output: Any
     probabilities: Any
+    branch_row: Any  # the branch bar (BranchBar), field by field
+    branch_pick: Any
+    branch_count: Any
+    branch_previous: Any
+    branch_next: Any
+
+
+class ChooseOutputs(NamedTuple):
+    """Another version of a message chosen: the chat shows its branch."""
+
+    history: Any
+    live: Any
+    conversation: Any
+    row: Any  # the branch bar, as in BranchBar
+    pick: Any
+    count: Any
+    previous: Any
+    next: Any
+    data: Any  # the active path and its versions, as data (for scripts)
 
 
 def after_turn_outputs(settled: AfterTurn, layers: InspectorLayers, session: Any) -> tuple:

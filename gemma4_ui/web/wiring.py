@@ -19,6 +19,7 @@ from gemma4_ui.web.handlers.shared import SharedChatHandlers
 from gemma4_ui.web.layout import Layout
 from gemma4_ui.web.outputs import (
     AfterTurn,
+    ChooseOutputs,
     DeclareToolOutputs,
     LoadOutputs,
     RemoveToolOutputs,
@@ -115,9 +116,12 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
     after_turn = with_options(handlers, handlers.turns.after_turn, [("conversation", empty), ("restore", empty),
                                                                     ("composer", empty), ("session", empty),
                                                                     ("show_ids", empty)])
+    bar = chat.branches
     settles = AfterTurn(composer=chat.composer, stop=chat.stop, tool_row=chat.tool_row, tool_answer=chat.tool_answer,
                         reply_stats=inspector.reply_stats, raw_output=inspector.raw_output,
-                        parsed_output=inspector.parsed_output, probabilities=chat.probabilities)
+                        parsed_output=inspector.parsed_output, probabilities=chat.probabilities,
+                        branch_row=bar.row, branch_pick=bar.pick, branch_count=bar.count,
+                        branch_previous=bar.previous, branch_next=bar.next)
     after = dict(fn=after_turn, inputs=[conversation, restore, chat.composer, session, inspector.show_ids, *options],
                  outputs=list(after_turn_outputs(settles, inspector.layers, session)), **quiet, **private, **own)
     # Gradio forgets a State only if an event has returned it: its time to live counts from the
@@ -128,6 +132,7 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
     # it out of Gradio's store.
     w = _Wiring(demo, handlers, layout, turn, chat_outputs, gpu, own, private, streamed, quiet, after)
     _wire_turns(w)
+    _wire_branches(w)
     _wire_inspector(w)
     _wire_tools(w)
     _wire_files(w)
@@ -178,9 +183,10 @@ def _wire_turns(w: _Wiring) -> None:
     chat.stop.click(handlers.turns.stop, [session], None, queue=False, api_name="stop")
 
     # 3. Retry, undo and edit of the last message.
+    # /retry is public: a script makes another version of the last reply (/choose_branch switches).
     chat.history.retry(running, None, chat.stop, queue=False, **private).then(
         with_options(handlers, handlers.turns.retry, turn), [conversation, session, *options], chat_outputs,
-        **private, **streamed, **gpu,
+        api_name="retry", **streamed, **gpu,
     ).then(**after)
     undone = UndoOutputs(history=chat.history, live=chat.live, conversation=conversation, composer=chat.composer)
     chat.history.undo(handlers.turns.undo, [conversation, session], list(undone), **quiet, **private,
@@ -209,6 +215,27 @@ def _wire_turns(w: _Wiring) -> None:
     chat.new_chat.click(handlers.turns.reset, [session], reset_outputs, api_name="new_conversation", queue=False,
                         **quiet).then(**after)
     chat.history.clear(handlers.turns.reset, [session], reset_outputs, queue=False, **quiet, **private).then(**after)
+
+
+def _wire_branches(w: _Wiring) -> None:
+    """The conversation's versions: the branch bar's arrows and list, and /choose_branch."""
+    handlers, layout, chat = w.handlers, w.layout, w.layout.chat
+    conversation, session, bar = layout.conversation, layout.session, chat.branches
+    data = gr.JSON(visible=False)
+    chosen = list(ChooseOutputs(history=chat.history, live=chat.live, conversation=conversation, row=bar.row,
+                                pick=bar.pick, count=bar.count, previous=bar.previous, next=bar.next, data=data))
+    # Each step waits for the one before it (a user's clicks are queued in order), and runs
+    # beside every other user's events: it touches this user's state only.
+    for button, delta in ((bar.previous, -1), (bar.next, 1)):
+        button.click(functools.partial(handlers.branches.step, delta), [bar.pick, conversation, session], chosen,
+                     **w.quiet, **w.private, **w.own).then(**w.after)
+    bar.pick.input(handlers.branches.pick, [bar.pick, conversation, session], list(bar), **w.quiet, **w.private,
+                   **w.own)
+    message, version = gr.Number(visible=False, precision=0), gr.Number(visible=False, precision=0)
+    trigger = gr.Button(visible=False)
+    trigger.click(handlers.branches.choose, [message, version, conversation, session], chosen,
+                  api_name="choose_branch", **w.quiet, **w.own).then(**w.after)
+    trigger.click(handlers.branches.data, [conversation, session], data, api_name="branches", **w.quiet, **w.own)
 
 
 def _wire_inspector(w: _Wiring) -> None:

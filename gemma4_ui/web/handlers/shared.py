@@ -14,6 +14,7 @@ from gemma4_ui.core.conversation import UserTurn
 from gemma4_ui.core.options import ChatOptions
 from gemma4_ui.engines.base import Engine
 from gemma4_ui.tools.registry import ToolRegistry, default_registry
+from gemma4_ui.web.handlers.branches import BranchHandlers
 from gemma4_ui.web.handlers.common import Shared
 from gemma4_ui.web.handlers.files import FileHandlers
 from gemma4_ui.web.handlers.inspector import InspectorHandlers
@@ -31,7 +32,7 @@ TRAINED_DEMO_TEMPERATURE = 0.0
 
 class SharedChatHandlers:
     """The handlers, by concern: `turns` (the chat), `inspector`, `tools` (declared by the
-    user), `files` (export and load)."""
+    user), `files` (export and load), `branches` (the conversation's versions)."""
 
     def __init__(self, engine: Engine, settings: Settings, registry: ToolRegistry | None = None):
         registry = registry or default_registry()
@@ -40,6 +41,7 @@ class SharedChatHandlers:
         self.turns = ChatTurns(self.shared, self.inspector)
         self.tools = ToolHandlers()
         self.files = FileHandlers(self.shared)
+        self.branches = BranchHandlers()
 
     @property
     def engine(self) -> Engine:
