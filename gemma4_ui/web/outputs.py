@@ -82,6 +82,31 @@ class BranchBar(NamedTuple):
     next: Any  # ›
 
 
+class CompareOutputs(NamedTuple):
+    """A comparison streaming in its two columns; at its end, the chat with A's version."""
+
+    panel: Any  # the comparison's panel
+    a_heading: Any  # what side A ran with
+    a_chat: Any
+    b_heading: Any  # what side B changed (and, while A runs, that B waits)
+    b_chat: Any
+    counts: Any  # both prompts' token counts per modality
+    diff: Any  # the raw templates' diff
+    history: Any
+    live: Any
+    conversation: Any
+    composer: Any  # emptied once the message is answered, given back if refused
+
+
+class KeepOutputs(NamedTuple):
+    """One side of a comparison kept: the chat continues with it."""
+
+    history: Any
+    live: Any
+    conversation: Any
+    panel: Any
+
+
 class AfterTurn(NamedTuple):
     """What settles after a turn, before the inspector's layers (`after_turn_outputs`)."""
 

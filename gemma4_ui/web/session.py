@@ -176,6 +176,8 @@ class UserSession:
         # checked against it: `branches_of`).
         self.branches = Branches()
         self.branch_focus: int | None = None  # the place whose versions the branch bar steps through
+        # The last comparison: where its replies are, and each side's version there ("a", "b").
+        self.compared: tuple[int, dict[str, int]] | None = None
 
     def branches_of(self, conversation: Conversation) -> Branches:
         """The tree whose active path is `conversation`: this session's, or, where they part

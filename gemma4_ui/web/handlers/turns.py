@@ -244,7 +244,7 @@ class ChatTurns:
         session.turns.reset()
         session.in_flight = None
         session.mapped_turn = None
-        session.branches, session.branch_focus = Branches(), None
+        session.branches, session.branch_focus, session.compared = Branches(), None, None
         return ResetOutputs(history=[], live=[], conversation=Conversation(), restore=None,
                             composer=gr.update(value=None, interactive=True), stop=gr.update(interactive=False),
                             tool_row=gr.update(visible=False), exported=None)
