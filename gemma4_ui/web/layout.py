@@ -24,6 +24,7 @@ from gemma4_ui.inspector.layers import TEMPLATE_LEGEND
 from gemma4_ui.tools.registry import ToolRegistry
 from gemma4_ui.web.chat_history import ChatHistory
 from gemma4_ui.web.examples import EXAMPLE_SCHEMA, chat_examples, examples
+from gemma4_ui.web.handlers import compare
 from gemma4_ui.web.handlers.shared import SharedChatHandlers
 from gemma4_ui.web.handlers.tools import tool_choices, tools_markdown
 from gemma4_ui.web.outputs import BranchBar, InspectorLayers
@@ -86,6 +87,23 @@ class ChatColumn:
 
 
 @dataclass
+class ComparePanel:
+    """Compare: what side B changes, the button, and the two columns with what differed."""
+
+    side_b: dict[str, gr.components.Component]  # by the API's name (handlers.compare.SIDE_B)
+    run: gr.Button
+    panel: gr.Column
+    a_heading: gr.Markdown
+    a_chat: gr.Chatbot
+    keep_a: gr.Button
+    b_heading: gr.Markdown
+    b_chat: gr.Chatbot
+    keep_b: gr.Button
+    counts: gr.HTML
+    diff: gr.HTML
+
+
+@dataclass
 class InspectorTab:
     counts: gr.HTML
     note: gr.Markdown
@@ -132,6 +150,7 @@ class Layout:
     chat: ChatColumn
     inspector: InspectorTab
     tools: ToolsTab
+    compare: ComparePanel
     options: dict[str, gr.components.Component]  # by ChatOptions field, in USER_OPTIONS order
 
     @property
@@ -183,6 +202,42 @@ def _branch_bar() -> BranchBar:
         count = gr.Markdown(elem_id="branch-count")
         next_ = gr.Button("›", elem_id="branch-next", size="sm", scale=0, min_width=44, interactive=False)
     return BranchBar(row=row, pick=pick, count=count, previous=previous, next=next_)
+
+
+def _compare_panel() -> ComparePanel:
+    """Side A is the chat's settings; B is the same but for what is changed here. The columns
+    stand side by side where there is room for both, one above the other on a phone."""
+    with gr.Accordion("⚖️ Compare two answers", open=False, elem_id="compare-view"):
+        gr.Markdown("Answer the message in the box (or, with the box empty, the last message sent) twice: "
+                    "**A** with the settings, **B** with what you change here.", elem_id="compare-help")
+        with gr.Row(elem_id="compare-side-b"):
+            thinking = gr.Radio(list(compare.THINKING_CHOICES), value=compare.SAME, label="B: thinking",
+                                elem_id="compare-thinking", min_width=160)
+            budget = gr.Dropdown(list(compare.BUDGET_CHOICES), value=compare.SAME, label="B: image budget",
+                                 elem_id="compare-budget", min_width=160)
+            temperature = gr.Dropdown(list(compare.TEMPERATURE_CHOICES), value=compare.SAME, label="B: temperature",
+                                      allow_custom_value=True, elem_id="compare-temperature", min_width=160)
+            tools = gr.Radio(list(compare.TOOLS_CHOICES), value=compare.SAME, label="B: tools",
+                             elem_id="compare-tools", min_width=160)
+        system_prompt = gr.Textbox("", label="B: system prompt (empty: same)", lines=1, elem_id="compare-system")
+        run = gr.Button("⚖️ Compare", variant="primary", size="sm", elem_id="compare-run")
+    with gr.Column(visible=False, elem_id="compare-panel") as panel:
+        with gr.Row(elem_id="compare-columns", equal_height=False):
+            columns = []
+            for side in ("A", "B"):
+                with gr.Column(min_width=280, elem_id=f"compare-{side.lower()}"):
+                    heading = gr.Markdown(elem_id=f"compare-{side.lower()}-heading")
+                    shown = gr.Chatbot(show_label=False, height=320, buttons=["copy"], group_consecutive_messages=False,
+                                       elem_id=f"compare-{side.lower()}-chat", **CHAT_RENDERING)
+                    keep = gr.Button(f"Keep {side}", size="sm", elem_id=f"keep-{side.lower()}")
+                    columns.append((heading, shown, keep))
+        counts = gr.HTML(elem_id="compare-counts")
+        with gr.Accordion("What differed in the raw template (layer 2)", open=True, elem_id="compare-diff-view"):
+            diff = gr.HTML(elem_id="compare-diff")
+    (a_heading, a_chat, keep_a), (b_heading, b_chat, keep_b) = columns
+    side_b = dict(zip(compare.SIDE_B, (thinking, budget, temperature, system_prompt, tools)))
+    return ComparePanel(side_b=side_b, run=run, panel=panel, a_heading=a_heading, a_chat=a_chat, keep_a=keep_a,
+                        b_heading=b_heading, b_chat=b_chat, keep_b=keep_b, counts=counts, diff=diff)
 
 
 def _inspector_tab() -> InspectorTab:
@@ -294,6 +349,7 @@ def build_layout(handlers: SharedChatHandlers) -> Layout:
     with gr.Row(equal_height=False):
         with gr.Column(scale=3, min_width=320, elem_id="chat-column"):
             chat = _chat_column(defaults.enabled_tools)
+            compare = _compare_panel()
         with gr.Column(scale=2, min_width=320, elem_id="side-column"):
             with gr.Tabs():
                 with gr.Tab("Inspector", id="inspector"):
@@ -308,4 +364,4 @@ def build_layout(handlers: SharedChatHandlers) -> Layout:
                         label="Examples", example_labels=example_labels, examples_per_page=len(example_rows),
                         elem_id="examples")
     return Layout(conversation=conversation, session=session, restore=restore, chat=chat, inspector=inspector,
-                  tools=tools, options=options)
+                  tools=tools, compare=compare, options=options)

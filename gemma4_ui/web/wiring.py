@@ -20,7 +20,9 @@ from gemma4_ui.web.layout import Layout
 from gemma4_ui.web.outputs import (
     AfterTurn,
     ChooseOutputs,
+    CompareOutputs,
     DeclareToolOutputs,
+    KeepOutputs,
     LoadOutputs,
     RemoveToolOutputs,
     ResetOutputs,
@@ -133,6 +135,7 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
     w = _Wiring(demo, handlers, layout, turn, chat_outputs, gpu, own, private, streamed, quiet, after)
     _wire_turns(w)
     _wire_branches(w)
+    _wire_compare(w)
     _wire_inspector(w)
     _wire_tools(w)
     _wire_files(w)
@@ -236,6 +239,32 @@ def _wire_branches(w: _Wiring) -> None:
     trigger.click(handlers.branches.choose, [message, version, conversation, session], chosen,
                   api_name="choose_branch", **w.quiet, **w.own).then(**w.after)
     trigger.click(handlers.branches.data, [conversation, session], data, api_name="branches", **w.quiet, **w.own)
+
+
+def _wire_compare(w: _Wiring) -> None:
+    """Compare: the same turn under two settings, in two columns; keep one."""
+    handlers, layout, chat, panel = w.handlers, w.layout, w.layout.chat, w.layout.compare
+    conversation, session, options = layout.conversation, layout.session, layout.option_inputs
+    empty = inspect.Parameter.empty
+    side_b = [(name, empty) for name in panel.side_b]
+    leading = [("message", empty), *side_b, *w.turn]
+    inputs = [*panel.side_b.values(), conversation, session, *options]
+    shown = list(CompareOutputs(panel=panel.panel, a_heading=panel.a_heading, a_chat=panel.a_chat,
+                                b_heading=panel.b_heading, b_chat=panel.b_chat, counts=panel.counts, diff=panel.diff,
+                                history=chat.history, live=chat.live, conversation=conversation,
+                                composer=chat.composer))
+    panel.run.click(running, None, chat.stop, queue=False, **w.private).then(
+        with_options(handlers, handlers.compare.compare, leading), [chat.composer, *inputs], shown,
+        api_name="compare_columns", show_progress="minimal", show_progress_on=[panel.counts], **w.private, **w.gpu,
+    ).then(**w.after)
+    # /compare for scripts: both replies as data, like /reply.
+    trigger, message, out = gr.Button(visible=False), gr.MultimodalTextbox(visible=False), gr.JSON(visible=False)
+    trigger.click(with_options(handlers, handlers.compare.compare_data, leading), [message, *inputs],
+                  [out, conversation], api_name="compare", **w.gpu)
+    kept = list(KeepOutputs(history=chat.history, live=chat.live, conversation=conversation, panel=panel.panel))
+    for button, side in ((panel.keep_a, "a"), (panel.keep_b, "b")):
+        button.click(functools.partial(handlers.compare.keep, side), [conversation, session], kept, **w.quiet,
+                     **w.private, **w.own).then(**w.after)
 
 
 def _wire_inspector(w: _Wiring) -> None:

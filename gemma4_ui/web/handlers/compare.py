@@ -37,6 +37,7 @@ SAME = "same"
 THINKING_CHOICES = (SAME, "on", "off")
 BUDGET_CHOICES = (SAME, *map(str, IMAGE_BUDGETS))
 TOOLS_CHOICES = (SAME, "none", "all")
+TEMPERATURE_CHOICES = (SAME, "0", "0.3", "0.7", "1", "1.5")  # or any other number typed in
 # The inputs of side B, by the name the API shows.
 SIDE_B = ("b_thinking", "b_image_budget", "b_temperature", "b_system_prompt", "b_tools")
 
@@ -112,8 +113,8 @@ class CompareHandlers:
                 conversation: Conversation, session: UserSession, options: ChatOptions,
                 request: gr.Request = None) -> Iterator[CompareOutputs]:
         """The page's Compare: both columns stream; the chat shows A's version at the end."""
-        side_b = SideB(b_thinking or SAME, str(b_image_budget or SAME), b_temperature, b_system_prompt or "",
-                       b_tools or SAME)
+        side_b = SideB(b_thinking or SAME, str(b_image_budget or SAME), _temperature(b_temperature),
+                       b_system_prompt or "", b_tools or SAME)
         columns = {"a": [], "b": []}
         headings = {}
         last = None
@@ -158,8 +159,8 @@ class CompareHandlers:
         changed (`differs`), what differed in the prompt (`prompt`: counts per modality and
         the template diff) and where the replies are among the versions (`message_index`,
         `versions`: give them to /choose_branch to continue with B)."""
-        side_b = SideB(b_thinking or SAME, str(b_image_budget or SAME), b_temperature, b_system_prompt or "",
-                       b_tools or SAME)
+        side_b = SideB(b_thinking or SAME, str(b_image_budget or SAME), _temperature(b_temperature),
+                       b_system_prompt or "", b_tools or SAME)
         data = {"a": None, "b": None, "differs": [], "prompt": None, "message_index": None, "versions": None}
         steps = self._steps(message, side_b, conversation, session, options)
         sent = None
@@ -254,3 +255,17 @@ class CompareHandlers:
         session.compared = None
         history, live = settled(conversation, versions=tree.versions())
         return KeepOutputs(history=history, live=live, conversation=conversation, panel=gr.update(visible=False))
+
+
+def _temperature(value) -> float | None:
+    """B's temperature: a number, or "same" (or empty) for A's. Anything else is said and ignored."""
+    if value is None or str(value).strip() in ("", SAME):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if not 0 <= number <= 2:
+        gr.Warning(toast_text(f"B's temperature must be a number from 0 to 2, not {value!r}: B uses A's."))
+        return None
+    return number
