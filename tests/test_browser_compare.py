@@ -1,7 +1,8 @@
 """Compare in Debian's Chromium at phone, laptop and projector sizes, on the bundled model:
 thinking off against on, then two image budgets, each with both prompts' counts and the
 template diff; keep one side and continue. On a replay engine paced like a slow model: B
-says it waits while A runs (one generation at a time), and Stop stops both."""
+says it waits while A runs (one generation at a time), Stop stops both, and a new
+conversation closes the comparison."""
 
 from __future__ import annotations
 
@@ -104,5 +105,7 @@ def test_b_says_it_waits_and_stop_stops_both(processor, page):
         assert "Stopped" in page.inner_text("#compare-a-chat")
         assert "Waiting" not in page.inner_text("#compare-b-heading")
         assert "Once upon" not in page.inner_text("#compare-b-chat"), "B never started"
+        page.click("#new-chat")
+        page.wait_for_selector("#compare-panel", state="hidden", timeout=30_000)
     finally:
         server.demo.close()

@@ -54,6 +54,7 @@ class ResetOutputs(NamedTuple):
     composer: Any
     stop: Any
     tool_row: Any
+    compare_panel: Any  # a comparison's columns belong to the conversation left
     exported: Any
 
 

@@ -214,7 +214,7 @@ def _wire_turns(w: _Wiring) -> None:
     # 5. New conversation, also from the Chatbot's own trash button: a reply still streaming stops.
     reset_outputs = list(ResetOutputs(history=chat.history, live=chat.live, conversation=conversation, restore=restore,
                                       composer=chat.composer, stop=chat.stop, tool_row=chat.tool_row,
-                                      exported=inspector.exported))
+                                      compare_panel=layout.compare.panel, exported=inspector.exported))
     chat.new_chat.click(handlers.turns.reset, [session], reset_outputs, api_name="new_conversation", queue=False,
                         **quiet).then(**after)
     chat.history.clear(handlers.turns.reset, [session], reset_outputs, queue=False, **quiet, **private).then(**after)

@@ -247,7 +247,8 @@ class ChatTurns:
         session.branches, session.branch_focus, session.compared = Branches(), None, None
         return ResetOutputs(history=[], live=[], conversation=Conversation(), restore=None,
                             composer=gr.update(value=None, interactive=True), stop=gr.update(interactive=False),
-                            tool_row=gr.update(visible=False), exported=None)
+                            tool_row=gr.update(visible=False), compare_panel=gr.update(visible=False),
+                            exported=None)
 
     # -- the turn itself ---------------------------------------------------------------------------
 
