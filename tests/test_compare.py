@@ -91,3 +91,13 @@ def test_compare_with_nothing_to_answer_warns(handlers):
     with pytest.warns(UserWarning, match="Type a message"):
         data, conversation = run(handlers, user, Conversation(), None)
     assert data["a"] is None and conversation.turns == []
+
+
+def test_a_refused_file_is_said_and_nothing_is_compared(handlers, tmp_path):
+    broken = tmp_path / "broken.png"
+    broken.write_bytes(b"not an image")
+    user = handlers.new_session()
+    with pytest.warns(UserWarning, match="broken.png"):
+        data, conversation = run(handlers, user, Conversation(), {"text": "Look", "files": [str(broken)]})
+    assert data["a"]["notices"] and "broken.png" in data["a"]["notices"][0] and data["b"] is None
+    assert conversation.turns == [] and data["message_index"] is None

@@ -139,7 +139,8 @@ class CompareHandlers:
                 yield CompareOutputs(panel=gr.update(visible=True), a_heading=headings["a"], a_chat=columns["a"],
                                      b_heading=headings["b"] + waiting, b_chat=columns["b"], counts=counts, diff=diff,
                                      history=gr.skip(), live=gr.skip(), conversation=gr.skip(), composer=gr.skip())
-        if last is None:
+        if last is None:  # nothing to answer (the warning says so)
+            yield skipped(CompareOutputs)
             return
         if last.step.kind == "refused":
             yield CompareOutputs(panel=gr.skip(), a_heading=gr.skip(), a_chat=gr.skip(), b_heading=gr.skip(),
@@ -188,6 +189,7 @@ class CompareHandlers:
                a: ChatOptions) -> Iterator[CompareStep]:
         """A's turn, then B's, as CompareSteps. With a draft, both answer it as a new message;
         without one, both answer the last message sent again."""
+        session.compared = None
         every_tool = [spec.name for spec in session.tools().specs()]
         b = side_b.options(a, every_tool)
         tree = session.branches_of(conversation)
@@ -204,14 +206,14 @@ class CompareHandlers:
                 check_conversation_media(conversation.media(), turn.media, self.shared.settings.limits)
             except MediaError as err:
                 gr.Warning(toast_text(err))
-                yield CompareStep("a", Step(conversation, kind="refused", restore=draft.as_value()), 0, a, b)
+                yield CompareStep("a", Step(conversation, kind="refused", notice=str(err), restore=draft.as_value()),
+                                  0, a, b)
                 return
             session.uploads.sent(turn.media)
             base = Conversation(without_waiting_call(conversation).turns + [turn])
             fork_at = None  # A appends the message and its reply; B's reply forks beside A's
         start, reply = len(base.turns) - 1, len(base.turns)  # the message, and where its replies go
         prompt = self._prompt_difference(base, a, b, session)
-        session.compared = None
         made = {}
         for side, options, fork in (("a", a, fork_at), ("b", b, reply)):
             for step in self.turns._turn(base, options, session, fork_at=fork):

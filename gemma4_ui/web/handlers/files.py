@@ -57,7 +57,7 @@ class FileHandlers:
                 gr.Warning(toast_text(f"A declared tool in the file was skipped: {err}"))
         session.turns.reset()  # a reply still streaming belongs to the conversation replaced
         session.mapped_turn = None
-        session.branches, session.branch_focus = loaded.branches, None
+        session.branches, session.branch_focus, session.compared = loaded.branches, None, None
         tools = session.tools()
         enabled = [name for name in options.enabled_tools if tools.get(name)]
         gr.Info("Conversation loaded.", duration=3)  # a toast restyles the page every frame it is up
