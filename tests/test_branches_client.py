@@ -44,7 +44,8 @@ def test_a_branch_that_does_not_exist_is_refused_and_nothing_changes(app_server)
     assert len(chosen["messages"]) == 2
 
 
-SAME_B = dict(b_thinking="same", b_image_budget="same", b_temperature="same", b_system_prompt="", b_tools="same")
+SAME_B = dict(b_thinking="same", b_image_budget="same", b_temperature="same", b_system_prompt="", b_tools="same",
+              b_seed="same")
 
 
 def test_compare_returns_both_replies_as_data_and_b_can_be_chosen(app_server):

@@ -61,7 +61,7 @@ def handlers(tiny_engine):
 
 def run(handlers, user, conversation, message, **b):
     side_b = {"b_thinking": "same", "b_image_budget": "same", "b_temperature": None, "b_system_prompt": "",
-              "b_tools": "same", **b}
+              "b_tools": "same", "b_seed": "same", **b}
     *_, final = handlers.compare.compare_data(message, *side_b.values(), conversation, user, OPTIONS)
     return final
 
@@ -101,3 +101,16 @@ def test_a_refused_file_is_said_and_nothing_is_compared(handlers, tmp_path):
         data, conversation = run(handlers, user, Conversation(), {"text": "Look", "files": [str(broken)]})
     assert data["a"]["notices"] and "broken.png" in data["a"]["notices"][0] and data["b"] is None
     assert conversation.turns == [] and data["message_index"] is None
+
+
+def test_the_same_seed_samples_the_same_reply_and_compare_can_change_it(handlers):
+    """At temperature 2 (the tiny model writes something else each time) a seed makes the
+    sampled reply reproducible (one reply generating at a time)."""
+    user = handlers.new_session()
+    sampled = ChatOptions(max_new_tokens=12, temperature=2.0, seed=5)
+    *_, first = handlers.turns.respond({"text": "Hello", "files": []}, Conversation(), user, sampled)
+    *_, retried = handlers.turns.retry(first.conversation, user, sampled)
+    assert retried.conversation.turns[1].raw == first.conversation.turns[1].raw
+    *_, (data, _) = handlers.compare.compare_data(None, "same", "same", "same", "", "same", "6",
+                                                  retried.conversation, user, sampled)
+    assert data["differs"] == ["seed 6"] and data["a"]["text"] == first.conversation.turns[1].content

@@ -219,6 +219,8 @@ def _compare_panel() -> ComparePanel:
                                       allow_custom_value=True, elem_id="compare-temperature", min_width=160)
             tools = gr.Radio(list(compare.TOOLS_CHOICES), value=compare.SAME, label="B: tools",
                              elem_id="compare-tools", min_width=160)
+            seed = gr.Dropdown([compare.SAME, "-1", "0", "1", "2"], value=compare.SAME, label="B: seed",
+                               allow_custom_value=True, elem_id="compare-seed", min_width=160)
         system_prompt = gr.Textbox("", label="B: system prompt (empty: same)", lines=1, elem_id="compare-system")
         run = gr.Button("⚖️ Compare", variant="primary", size="sm", elem_id="compare-run")
     with gr.Column(visible=False, elem_id="compare-panel") as panel:
@@ -235,7 +237,7 @@ def _compare_panel() -> ComparePanel:
         with gr.Accordion("What differed in the raw template (layer 2)", open=True, elem_id="compare-diff-view"):
             diff = gr.HTML(elem_id="compare-diff")
     (a_heading, a_chat, keep_a), (b_heading, b_chat, keep_b) = columns
-    side_b = dict(zip(compare.SIDE_B, (thinking, budget, temperature, system_prompt, tools)))
+    side_b = dict(zip(compare.SIDE_B, (thinking, budget, temperature, system_prompt, tools, seed), strict=True))
     return ComparePanel(side_b=side_b, run=run, panel=panel, a_heading=a_heading, a_chat=a_chat, keep_a=keep_a,
                         b_heading=b_heading, b_chat=b_chat, keep_b=keep_b, counts=counts, diff=diff)
 
@@ -311,6 +313,8 @@ def _settings_tab(defaults: ChatOptions, settings: Settings) -> dict:
         "repetition_guard": gr.Slider(0, MAX_REPETITION_GUARD, value=defaults.repetition_guard, step=1,
                                       label="Repetition guard: stop a reply that repeats itself this many times "
                                             "(0 = off)", elem_id="repetition-guard"),
+        "seed": gr.Number(value=defaults.seed, precision=0, minimum=-1, label="Seed (-1 = a fresh one each reply)",
+                          elem_id="seed"),
     }
 
 

@@ -39,7 +39,7 @@ BUDGET_CHOICES = (SAME, *map(str, IMAGE_BUDGETS))
 TOOLS_CHOICES = (SAME, "none", "all")
 TEMPERATURE_CHOICES = (SAME, "0", "0.3", "0.7", "1", "1.5")  # or any other number typed in
 # The inputs of side B, by the name the API shows.
-SIDE_B = ("b_thinking", "b_image_budget", "b_temperature", "b_system_prompt", "b_tools")
+SIDE_B = ("b_thinking", "b_image_budget", "b_temperature", "b_system_prompt", "b_tools", "b_seed")
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,7 @@ class SideB:
     temperature: float | None = None
     system_prompt: str = ""
     tools: str = SAME
+    seed: int | None = None
 
     def options(self, a: ChatOptions, every_tool: list[str]) -> ChatOptions:
         b = replace(a, enabled_tools=list(a.enabled_tools))
@@ -66,6 +67,8 @@ class SideB:
             b.enabled_tools = []
         elif self.tools == "all":
             b.enabled_tools = list(every_tool)
+        if self.seed is not None:
+            b.seed = self.seed
         return b
 
 
@@ -82,12 +85,15 @@ def what_differs(a: ChatOptions, b: ChatOptions) -> list[str]:
         out.append("another system prompt")
     if sorted(a.enabled_tools) != sorted(b.enabled_tools):
         out.append(f"tools: {', '.join(b.enabled_tools) or 'none'}")
+    if a.seed != b.seed:
+        out.append(f"seed {b.seed}" if b.seed >= 0 else "a fresh seed")
     return out
 
 
 def _describe(options: ChatOptions) -> str:
     return (f"thinking {'on' if options.thinking else 'off'} · image budget {options.image_budget} · "
-            f"temperature {options.temperature:g} · tools: {', '.join(options.enabled_tools) or 'none'}")
+            f"temperature {options.temperature:g}{f' · seed {options.seed}' if options.seed >= 0 else ''} · "
+            f"tools: {', '.join(options.enabled_tools) or 'none'}")
 
 
 @dataclass(frozen=True)
@@ -109,12 +115,11 @@ class CompareHandlers:
         self.turns = turns
         self._counting: tuple = (None, None)
 
-    def compare(self, message, b_thinking, b_image_budget, b_temperature, b_system_prompt, b_tools,
+    def compare(self, message, b_thinking, b_image_budget, b_temperature, b_system_prompt, b_tools, b_seed,
                 conversation: Conversation, session: UserSession, options: ChatOptions,
                 request: gr.Request = None) -> Iterator[CompareOutputs]:
         """The page's Compare: both columns stream; the chat shows A's version at the end."""
-        side_b = SideB(b_thinking or SAME, str(b_image_budget or SAME), _temperature(b_temperature),
-                       b_system_prompt or "", b_tools or SAME)
+        side_b = _side_b(b_thinking, b_image_budget, b_temperature, b_system_prompt, b_tools, b_seed)
         columns = {"a": [], "b": []}
         headings = {}
         last = None
@@ -153,15 +158,14 @@ class CompareHandlers:
                              b_heading=headings["b"], b_chat=columns["b"], counts=gr.skip(), diff=gr.skip(),
                              history=history, live=live, conversation=final, composer=gr.update(value=None))
 
-    def compare_data(self, message, b_thinking, b_image_budget, b_temperature, b_system_prompt, b_tools,
+    def compare_data(self, message, b_thinking, b_image_budget, b_temperature, b_system_prompt, b_tools, b_seed,
                      conversation: Conversation, session: UserSession, options: ChatOptions,
                      request: gr.Request = None):
         """The /compare endpoint: both replies as data, like /reply ({"a", "b"}), with what B
         changed (`differs`), what differed in the prompt (`prompt`: counts per modality and
         the template diff) and where the replies are among the versions (`message_index`,
         `versions`: give them to /choose_branch to continue with B)."""
-        side_b = SideB(b_thinking or SAME, str(b_image_budget or SAME), _temperature(b_temperature),
-                       b_system_prompt or "", b_tools or SAME)
+        side_b = _side_b(b_thinking, b_image_budget, b_temperature, b_system_prompt, b_tools, b_seed)
         data = {"a": None, "b": None, "differs": [], "prompt": None, "message_index": None, "versions": None}
         steps = self._steps(message, side_b, conversation, session, options)
         sent = None
@@ -271,3 +275,22 @@ def _temperature(value) -> float | None:
         gr.Warning(toast_text(f"B's temperature must be a number from 0 to 2, not {value!r}: B uses A's."))
         return None
     return number
+
+
+def _side_b(thinking, image_budget, temperature, system_prompt, tools, seed) -> SideB:
+    return SideB(thinking or SAME, str(image_budget or SAME), _temperature(temperature), system_prompt or "",
+                 tools or SAME, _seed(seed))
+
+
+def _seed(value) -> int | None:
+    """B's seed: a whole number from 0, -1 for a fresh one each reply, or "same" (empty) for A's."""
+    if value is None or str(value).strip() in ("", SAME):
+        return None
+    try:
+        seed = int(str(value).strip())
+    except ValueError:
+        seed = -2
+    if seed < -1:
+        gr.Warning(toast_text(f"B's seed must be a whole number (-1: a fresh one), not {value!r}: B uses A's."))
+        return None
+    return seed
