@@ -126,3 +126,11 @@ def test_export_keeps_every_version_and_loads_back(handlers, tmp_path):
     again, _ = handlers.files.export_files(loaded.conversation, other, OPTIONS)
     assert open(again, encoding="utf-8").read() == text
     assert transcript.load(text, MediaLimits()).branches.versions() == [(0, 1), (1, 2)]
+
+
+def test_an_arrow_with_no_message_picked_says_so(handlers):
+    user = handlers.new_session()
+    conv = send(handlers, Conversation(), user, "Hello")
+    with pytest.warns(UserWarning, match="Pick a message"):
+        out = handlers.branches.step(1, None, conv, user)
+    assert out.conversation is conv

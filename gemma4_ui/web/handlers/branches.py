@@ -81,7 +81,9 @@ class BranchHandlers:
         versions = tree.versions()
         position = focus if isinstance(focus, int) and 0 <= focus < len(versions) else None
         if position is None:
-            return self.choose(-1, 0, conversation, session)  # says what exists
+            gr.Warning("Pick a message with versions in the list first.")
+            return ChooseOutputs(*settled(conversation, versions=versions), conversation,
+                                 *branch_bar(conversation, session), branch_data(conversation, session))
         return self.choose(position, versions[position][0] + delta, conversation, session)
 
     @staticmethod
