@@ -40,7 +40,7 @@ def shows(page, *texts: str, count: str | None = None) -> None:
     """The history shows `texts` (and the bar `count`), once the switch has landed."""
     conditions = [f"{HISTORY}.includes({t!r})" for t in texts]
     if count is not None:
-        conditions.append(f"document.querySelector('#branch-count').innerText.trim() === {count!r}")
+        conditions.append(f"document.querySelector('#branch-count')?.innerText.trim() === {count!r}")
     page.wait_for_function(f"() => {' && '.join(conditions)}", timeout=30_000)
 
 
@@ -108,3 +108,27 @@ def test_retry_edit_and_switch_between_versions(numbered_server, page, size):
     for part in ("#branch-bar", "#branch-previous", "#branch-next"):
         assert within_the_window(page, part), f"{part} overflows at {size} size"
     screenshot(page, f"branches-{size}")
+
+
+def test_undo_and_new_conversation_with_versions(numbered_server, page):
+    """Undo takes back the message shown, its versions with it; New conversation starts
+    without any version."""
+    open_app(page, numbered_server.url)
+    send(page, "first question", "Answer")
+    send(page, "second question", "Answer")
+    page.locator("#chat-history button[aria-label='Retry']").last.click()
+    shows(page, "‹ 2/2 ›", count="2 / 2")
+    wait_at_rest(page)
+    page.locator("#chat-history button[aria-label='Undo']").last.click()
+    page.wait_for_function("() => document.querySelector('#composer textarea').value === 'second question'",
+                           timeout=30_000)
+    page.wait_for_selector("#branch-bar", state="hidden", timeout=30_000)
+    assert "second question" not in page.evaluate(f"() => {HISTORY}")
+
+    page.locator("#chat-history button[aria-label='Retry']").last.click()
+    shows(page, "‹ 2/2 ›", count="2 / 2")
+    wait_at_rest(page)
+    page.click("#new-chat")
+    page.wait_for_selector("#branch-bar", state="hidden", timeout=30_000)
+    send(page, "a new start", "Answer")
+    assert not page.is_visible("#branch-bar") and "‹" not in page.evaluate(f"() => {HISTORY}")
