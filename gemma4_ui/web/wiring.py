@@ -253,7 +253,9 @@ def _wire_compare(w: _Wiring) -> None:
                                 b_heading=panel.b_heading, b_chat=panel.b_chat, counts=panel.counts, diff=panel.diff,
                                 history=chat.history, live=chat.live, conversation=conversation,
                                 composer=chat.composer))
-    panel.run.click(running, None, chat.stop, queue=False, **w.private).then(
+    # At once: Stop, and the columns saying they wait (the comparison may queue behind other users').
+    queued = [chat.stop, panel.panel, panel.a_heading, panel.a_chat, panel.b_heading, panel.b_chat]
+    panel.run.click(handlers.compare.queued, None, queued, queue=False, **w.private).then(
         with_options(handlers, handlers.compare.compare, leading), [chat.composer, *inputs], shown,
         api_name="compare_columns", show_progress="minimal", show_progress_on=[panel.counts], **w.private, **w.gpu,
     ).then(**w.after)

@@ -145,10 +145,10 @@ class CompareHandlers:
                                      b_heading=headings["b"] + waiting, b_chat=columns["b"], counts=counts, diff=diff,
                                      history=gr.skip(), live=gr.skip(), conversation=gr.skip(), composer=gr.skip())
         if last is None:  # nothing to answer (the warning says so)
-            yield skipped(CompareOutputs)
+            yield skipped(CompareOutputs)._replace(panel=gr.update(visible=False))
             return
         if last.step.kind == "refused":
-            yield CompareOutputs(panel=gr.skip(), a_heading=gr.skip(), a_chat=gr.skip(), b_heading=gr.skip(),
+            yield CompareOutputs(panel=gr.update(visible=False), a_heading=gr.skip(), a_chat=gr.skip(), b_heading=gr.skip(),
                                  b_chat=gr.skip(), counts=gr.skip(), diff=gr.skip(), history=gr.skip(),
                                  live=gr.skip(), conversation=gr.skip(), composer=gr.update(value=last.step.restore))
             return
@@ -247,6 +247,13 @@ class CompareHandlers:
             except Exception as err:  # noqa: BLE001 - the turn itself will say what fails
                 sides.append(prompt_diff.PromptSide(f"(the prompt could not be built: {err})", None))
         return prompt_diff.difference(*sides)
+
+    @staticmethod
+    def queued() -> tuple:
+        """At the click, before the comparison has its turn on the GPU: (Stop, the panel, A's
+        heading and column, B's heading and column)."""
+        return (gr.update(interactive=True), gr.update(visible=True), "**A** — ⏳ waiting for its turn to generate",
+                [], "**B** — ⏳ waiting: B runs after A", [])
 
     @staticmethod
     def keep(side: str, conversation: Conversation, session: UserSession) -> KeepOutputs:
