@@ -37,11 +37,16 @@ def send(page, text: str, answer: str) -> None:
 
 
 def shows(page, *texts: str, count: str | None = None) -> None:
-    """The history shows `texts` (and the bar `count`), once the switch has landed."""
+    """The history shows `texts` (and the bar `count`), and the inspector the same branch: the
+    switch and what follows it have landed (a click while they run is not taken: each of
+    Gradio's events takes one click at a time)."""
     conditions = [f"{HISTORY}.includes({t!r})" for t in texts]
+    conditions += [f"document.querySelector('#template-messages').innerText.includes({t!r})"
+                   for t in texts if t.startswith(("Answer", "first", "second"))]
     if count is not None:
         conditions.append(f"document.querySelector('#branch-count')?.innerText.trim() === {count!r}")
     page.wait_for_function(f"() => {' && '.join(conditions)}", timeout=30_000)
+    page.wait_for_timeout(200)  # the event's end reaches the page just after its outputs
 
 
 def within_the_window(page, selector: str) -> bool:
@@ -98,6 +103,7 @@ def test_retry_edit_and_switch_between_versions(numbered_server, page, size):
                            timeout=30_000)
     # The list picks the message whose versions the arrows step through: the reply's three.
     page.click("#branch-pick input")
+    page.fill("#branch-pick input", "Reply 2")  # the list filters by what is typed
     page.get_by_role("option", name="Reply 2: Answer 2.").click()
     shows(page, count="2 / 3")
     page.click("#branch-previous")

@@ -36,6 +36,7 @@ def counts_row(page, name: str) -> list[str]:
 
 def pick(page, label_id: str, value: str) -> None:
     page.click(f"#{label_id} input")
+    page.fill(f"#{label_id} input", value)  # the list filters by what is typed
     page.get_by_role("option", name=value, exact=True).click()
 
 
