@@ -100,6 +100,9 @@ class Settings:
     enabled_tools: list[str] | None = None
     # A reply whose end is one piece of text written this many times over is stopped; 0: never.
     repetition_guard: int = 4
+    # The sampling seed of each reply (a reply sampled again with it is the same, one reply
+    # generating at a time); -1: a fresh one each time.
+    seed: int = -1
     gpu_concurrency: int = 1
     request_timeout: float = 120.0
     # Generate in a child process that holds the model (local backend): the model's loop then
@@ -144,6 +147,7 @@ _OPTIONS = [
      "tools)"),
     ("--repetition-guard", "GEMMA4_REPETITION_GUARD", "repetition_guard", int,
      "stop a reply once its end repeats one piece of text this many times (0 = never)"),
+    ("--seed", "GEMMA4_SEED", "seed", int, "sampling seed of each reply (-1 = a fresh one each time)"),
     ("--gpu-concurrency", "GEMMA4_GPU_CONCURRENCY", "gpu_concurrency", int,
      "generations running at once; others wait in the queue"),
     ("--request-timeout", "GEMMA4_REQUEST_TIMEOUT", "request_timeout", float, "seconds to wait on a remote server"),
@@ -160,7 +164,7 @@ _LIMIT_OPTIONS = [
 
 # Values that parse but cannot work: (field, lowest, highest), None for no bound.
 _RANGES = [("port", 1, 65535), ("max_new_tokens", 1, None), ("max_new_tokens_cap", 1, None), ("tool_timeout", 0.1, None),
-           ("max_tool_rounds", 1, None), ("repetition_guard", 0, None), ("gpu_concurrency", 1, None), ("request_timeout", 0.1, None),
+           ("max_tool_rounds", 1, None), ("repetition_guard", 0, None), ("seed", -1, None), ("gpu_concurrency", 1, None), ("request_timeout", 0.1, None),
            ("max_file_mb", 0.001, None), ("max_files_per_message", 1, None), ("max_audio_seconds", 0.1, None),
            ("max_video_seconds", 0.1, None), ("max_video_frames", 1, None)]
 

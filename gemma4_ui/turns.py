@@ -68,7 +68,8 @@ class TurnRunner:
             spec = build_spec(conv, options, self.registry, self.engine.audio_first)
             request = GenerationRequest(spec, options.max_new_tokens, options.temperature, options.top_p, options.top_k,
                                         media=conv.media(), token_probabilities=options.token_probabilities,
-                                        repetition_guard=options.repetition_guard)
+                                        repetition_guard=options.repetition_guard,
+                                        seed=options.seed if options.seed >= 0 else None)
             done: Done | None = None
             # A turn stopped before it started (Stop while it was queued) never reaches the engine.
             events = self.engine.stream(request, cancel) if not cancel.is_set() else iter(

@@ -141,9 +141,9 @@ EDIT_BUTTONS = """() => [...document.querySelectorAll('#chatbot button')]
     .map(b => b.closest('.message-buttons').previousElementSibling.innerText.trim())"""
 
 
-def test_only_the_last_message_sent_has_an_edit_control(processor, page):
-    """The handler edits only the last message sent, so that is the only one with the control;
-    after a media-only message no text message has it."""
+def test_every_message_sent_has_an_edit_control(processor, page):
+    """An edit of any message sent makes a new version of it, so each text message has the
+    control; a media-only message has none."""
     from test_browser import EXAMPLES, attach
 
     server = start_app(ReplayEngine(processor, lambda prompt: "Noted.<turn|>"))
@@ -155,8 +155,8 @@ def test_only_the_last_message_sent_has_an_edit_control(processor, page):
             page.wait_for_function(f"() => document.querySelectorAll('#chatbot [data-testid=bot]').length >= "
                                    f"{1 if text.startswith('first') else 2}", timeout=30_000)
             page.wait_for_function("() => !document.querySelector('#composer textarea').disabled", timeout=30_000)
-        assert page.evaluate(EDIT_BUTTONS) == ["second question"]
-        screenshot(page, "edit-last-message-only")
+        assert page.evaluate(EDIT_BUTTONS) == ["first question", "second question"]
+        screenshot(page, "edit-every-message")
 
         attach(page, EXAMPLES / "shapes.png")
         page.wait_for_selector("#composer img", timeout=30_000)
@@ -165,14 +165,14 @@ def test_only_the_last_message_sent_has_an_edit_control(processor, page):
         page.wait_for_function("() => document.querySelectorAll('#chatbot [data-testid=bot]').length >= 3",
                                timeout=30_000)
         page.wait_for_function("() => !document.querySelector('#composer textarea').disabled", timeout=30_000)
-        assert page.evaluate(EDIT_BUTTONS) == [], "the last message is an image: no text can be edited"
+        assert page.evaluate(EDIT_BUTTONS) == ["first question", "second question"], "an image has no text to edit"
     finally:
         server.demo.close()
 
 
-def test_while_a_turn_streams_the_message_it_answers_is_the_only_one_with_an_edit_control(processor, page):
-    """The message being answered is the last one sent: the history's last message loses its
-    edit control for the turn and has it back when the turn has settled into the history."""
+def test_while_a_turn_streams_no_message_has_an_edit_control(processor, page):
+    """The turn settles into the conversation an edit would replace: the history's messages
+    lose their edit control for the turn and have it back when the turn has settled."""
     server = story_server(processor, 60, 0.03)
     try:
         open_app(page, server.url)
@@ -187,10 +187,10 @@ def test_while_a_turn_streams_the_message_it_answers_is_the_only_one_with_an_edi
         page.keyboard.press("Enter")
         page.wait_for_function("() => document.querySelector('#chat-live [data-testid=bot]')?.innerText.length > 40",
                                timeout=30_000)
-        assert "first question" not in page.evaluate(EDIT_BUTTONS)
+        assert page.evaluate(EDIT_BUTTONS) == []
         page.wait_for_function("() => !document.querySelector('#composer textarea').disabled", timeout=60_000)
         page.wait_for_timeout(300)  # the frame after the turn's end
-        assert page.evaluate(EDIT_BUTTONS) == ["second question"]
+        assert page.evaluate(EDIT_BUTTONS) == ["first question", "second question"]
     finally:
         server.demo.close()
 

@@ -162,13 +162,19 @@ assistant_like = st.fixed_dictionaries({"role": st.just("assistant")}, optional=
     key: _either(st.text(max_size=20)) for key in ("reasoning", "content", "raw", "notice")} | {
     "rounds": _either(st.lists(round_like, max_size=2)), "stats": stats_like,
     "thinking_seconds": _either(st.floats(0, 10))})
+# The tree of versions (format 2): nodes naming a turn of "turns" by index, or carrying one.
+branch_node_like = st.fixed_dictionaries({}, optional={
+    "parent": _either(st.none() | st.integers(-1, 6)), "chosen": _either(st.none() | st.integers(-1, 3)),
+    "turn": st.one_of(st.integers(-1, 6), user_like, assistant_like, json_values)})
+branches_like = _either(st.fixed_dictionaries({}, optional={
+    "chosen": _either(st.none() | st.integers(-1, 3)), "nodes": _either(st.lists(branch_node_like, max_size=8))}))
 conversation_like = st.fixed_dictionaries(
-    {"format": st.just(transcript.FORMAT), "version": st.just(transcript.VERSION),
+    {"format": st.just(transcript.FORMAT), "version": st.sampled_from(transcript.VERSIONS),
      "turns": st.lists(st.tuples(user_like, assistant_like), max_size=3).map(lambda pairs: [t for p in pairs for t in p])
      | st.lists(st.one_of(user_like, assistant_like, turn_like), max_size=6)},
     optional={"settings": _either(st.dictionaries(st.sampled_from(["system_prompt", "enabled_tools", "thinking"]),
                                                   json_values)),
-              "declared_tools": json_values}).map(lambda d: json.dumps(d))
+              "declared_tools": json_values, "branches": branches_like}).map(lambda d: json.dumps(d))
 
 documents = st.one_of(
     conversation_like,
@@ -197,6 +203,24 @@ def test_the_loader_loads_or_says_why(text):
     except transcript.TranscriptError:  # the reason, in words, for the user
         return
     assert isinstance(loaded, transcript.Loaded)
+    assert loaded.branches.holds(loaded.conversation), "the versions chosen are the conversation loaded"
+
+
+@FAST
+@given(conversation_like)
+def test_whatever_loads_saves_back_and_loads_to_the_same_file(text):
+    """Export, import, export: byte for byte, versions included."""
+    from gemma4_ui.config import Settings
+    from gemma4_ui.core.options import ChatOptions
+
+    try:
+        loaded = transcript.load(text, MediaLimits())
+        options = ChatOptions.from_inputs(Settings(), **loaded.settings)
+    except (transcript.TranscriptError, TypeError, ValueError):
+        return
+    saved = transcript.dumps(loaded.conversation, options, loaded.declared, loaded.branches)
+    again = transcript.load(saved, MediaLimits())
+    assert transcript.dumps(again.conversation, options, again.declared, again.branches) == saved
 
 
 # -- tool arguments -------------------------------------------------------------------------------

@@ -286,6 +286,8 @@ def test_request_body_carries_sampling_thinking_and_tools():
     }
     refused = request_body(request, "m", messages, {"top_k", "stream_options"})
     assert "stream_options" not in refused and refused["extra_body"] == {"chat_template_kwargs": {"enable_thinking": True}}
+    seeded = GenerationRequest(spec, temperature=0.5, seed=7)
+    assert request_body(seeded, "m", messages)["seed"] == 7 and "seed" not in request_body(seeded, "m", messages, {"seed"})
 
 
 def _chunk(delta: dict, finish_reason: str | None = None, usage: dict | None = None) -> ChatCompletionChunk:

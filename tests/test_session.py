@@ -69,11 +69,11 @@ def test_edit_the_last_message_regenerates(session):
     assert isinstance(edited.turns[-1], AssistantTurn)
 
 
-def test_only_the_last_message_can_be_edited(session):
+def test_only_the_text_of_a_sent_message_can_be_edited(session):
     _, conv, _ = send(session, Conversation(), "First")
     _, conv, _ = send(session, conv, "Second")
-    *_, (_, _, same, _) = session.turns.edit(gr.EditData(None, {"index": 0, "value": "Changed", "previous_value": "First"}), conv, session.new_session(), OPTIONS)
-    assert same is conv
+    *_, (_, _, same, _) = session.turns.edit(gr.EditData(None, {"index": 1, "value": "Changed", "previous_value": "x"}), conv, session.new_session(), OPTIONS)
+    assert same is conv, "message 1 is the model's reply"
 
 
 def test_a_prompt_over_the_context_is_refused_and_the_draft_comes_back(session, tiny_engine, monkeypatch):
@@ -106,7 +106,7 @@ def test_draft_round_trips():
     assert Draft.from_value(None).empty
 
 
-def test_editing_an_earlier_text_when_the_last_message_is_media_only_is_refused(session):
+def test_editing_an_earlier_text_when_the_last_message_is_media_only_forks_there(session):
     from conftest import ROOT
 
     from gemma4_ui.media.decoding import load_media
@@ -115,9 +115,11 @@ def test_editing_an_earlier_text_when_the_last_message_is_media_only_is_refused(
     conv = Conversation([UserTurn("First"), AssistantTurn(content="A"), UserTurn("", [image]),
                          AssistantTurn(content="B")])
     assert last_user_text_position(conv) is None, "the last message has no text to edit"
-    *_, (_, _, same, _) = session.turns.edit(gr.EditData(None, {"index": 0, "value": "Changed", "previous_value": "First"}),
-                                    conv, session.new_session(), OPTIONS)
-    assert same is conv and conv.turns[2].text == "" and conv.turns[0].text == "First"
+    user = session.new_session()
+    *_, (_, _, edited, _) = session.turns.edit(gr.EditData(None, {"index": 0, "value": "Changed", "previous_value": "First"}),
+                                      conv, user, OPTIONS)
+    assert [t.text for t in edited.turns if isinstance(t, UserTurn)] == ["Changed"]
+    assert user.branches.choose(0, 0).turns == conv.turns, "the first version stays, the image message with it"
 
 
 def test_an_upload_past_the_conversations_media_limit_is_refused(tiny_engine):

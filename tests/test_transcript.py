@@ -208,3 +208,57 @@ def test_sent_media_outlive_gradios_upload(session_handlers, tmp_path):
     text = transcript.dumps(Conversation([turn]), OPTIONS)
     (item,) = transcript.load(text, MediaLimits()).conversation.turns[0].media
     assert item.name == "cat.png" and item.data.getpixel((0, 0)) == (0, 128, 0)
+
+
+# -- versions (format 2) ----------------------------------------------------------------------------
+
+def branched_conversation():
+    """A retry kept two answers, an edit two questions (the edit's branch with an image)."""
+    from gemma4_ui.core.branches import Branches
+
+    image = load_media(str(ROOT / "assets" / "examples" / "shapes.png"))
+    tree = Branches()
+    tree.settle(Conversation([UserTurn("Q1"), AssistantTurn(content="A1"), UserTurn("Q2"), AssistantTurn(content="A2")]))
+    tree.settle(Conversation(tree.conversation().turns[:3] + [AssistantTurn(content="A2 again")]), fork_at=3)
+    tree.settle(Conversation([UserTurn("Q1 edited", [image]), AssistantTurn(content="B1")]), fork_at=0)
+    tree.choose(0, 0)
+    return tree
+
+
+def test_versions_round_trip_byte_for_byte():
+    tree = branched_conversation()
+    text = transcript.dumps(tree.conversation(), OPTIONS, branches=tree)
+    loaded = transcript.load(text, MediaLimits())
+    assert [t.text if isinstance(t, UserTurn) else t.content for t in loaded.conversation.turns] == [
+        "Q1", "A1", "Q2", "A2 again"]
+    assert loaded.branches.versions() == [(0, 2), (0, 1), (0, 1), (1, 2)]
+    assert transcript.dumps(loaded.conversation, OPTIONS, branches=loaded.branches) == text
+    edited = loaded.branches.choose(0, 1)
+    assert edited.turns[0].text == "Q1 edited" and edited.turns[0].media[0].data.size == (640, 480)
+    assert json.loads(text)["version"] == 2 and json.loads(text)["turns"][0]["text"] == "Q1"
+
+
+def test_a_version_1_file_loads_as_a_conversation_without_alternatives():
+    turns = [{"role": "user", "text": "Hi", "media": []}, {"role": "assistant", "content": "Hello."}]
+    loaded = transcript.load(json.dumps({"format": transcript.FORMAT, "version": 1, "turns": turns}), MediaLimits())
+    assert loaded.branches.versions() == [(0, 1), (0, 1)] and loaded.conversation.turns[1].content == "Hello."
+    saved = json.loads(transcript.dumps(loaded.conversation, OPTIONS, branches=loaded.branches))
+    assert saved["version"] == 2 and saved["branches"] == {
+        "chosen": 0, "nodes": [{"parent": None, "chosen": 0, "turn": 0}, {"parent": 0, "chosen": None, "turn": 1}]}
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda b: b["nodes"][0].update(parent=3), r"nodes\[0\].parent is out of range"),
+    (lambda b: b["nodes"][1].update(turn=0), r"turns\[0\] is in the tree twice"),
+    (lambda b: b.update(chosen=5), "branches.chosen is out of range"),
+    (lambda b: b.update(chosen=1), "the chosen versions are not the turns"),
+    (lambda b: b["nodes"].append({"parent": None, "turn": {"role": "assistant", "content": "x"}}),
+     "must follow a user turn"),
+    (lambda b: b.update(nodes=7), "branches.nodes must be a list"),
+])
+def test_bad_versions_are_refused_with_a_clear_message(change, message):
+    tree = branched_conversation()
+    document = json.loads(transcript.dumps(tree.conversation(), OPTIONS, branches=tree))
+    change(document["branches"])
+    with pytest.raises(transcript.TranscriptError, match=message):
+        transcript.load(json.dumps(document), MediaLimits())

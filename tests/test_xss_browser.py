@@ -236,3 +236,68 @@ def test_hostile_streamed_reply_and_typed_message_run_nothing(replay_server, pag
     page.wait_for_function("() => document.querySelector('#chatbot').innerText.includes('multi-line tag')",
                            timeout=60_000)
     check_page(page, traps, "xss-streamed-reply")
+
+
+# The parts of the page that show untrusted text outside the chat's messages: the branch
+# bar's list of messages with versions (a drop-down list Gradio puts at the page's end), and the comparison's columns, counts and diff.
+AUDIT_BRANCHES_AND_COMPARE = r"""() => {
+    const problems = [];
+    const forbidden = new Set(['script', 'iframe', 'frame', 'object', 'embed', 'svg', 'math', 'form', 'input',
+                               'img', 'video', 'audio', 'details', 'style', 'a']);
+    const roots = document.querySelectorAll('ul.option-list, #compare-diff, #compare-counts, '
+                                            + '#compare-panel .md, #compare-a-heading, #compare-b-heading');
+    for (const root of roots) {
+        for (const el of root.querySelectorAll('*')) {
+            if (el.closest('button')) continue;
+            const tag = el.tagName.toLowerCase();
+            if (forbidden.has(tag)) problems.push('element ' + tag + ': ' + el.outerHTML.slice(0, 120));
+            for (const attr of el.getAttributeNames()) {
+                if (attr.startsWith('on')) problems.push('handler ' + attr + ' on ' + tag);
+            }
+        }
+    }
+    return [roots.length, problems];
+}"""
+
+
+def test_hostile_versions_and_comparison_run_nothing(app_server, page, tmp_path):
+    """Each payload is a version of a message (the branch bar lists them by their text),
+    and B's system prompt in a comparison (its template diff shows it)."""
+    from gemma4_ui.core.branches import Branches
+
+    tree = Branches()
+    for p in PAYLOADS:
+        path = tree.conversation().turns
+        tree.settle(Conversation(path + [UserTurn("x"), AssistantTurn(content="x")]))
+        tree.settle(Conversation(path + [UserTurn(p), AssistantTurn(content=p)]), fork_at=len(path))
+    path = tmp_path / "hostile-versions.json"
+    path.write_text(transcript.dumps(tree.conversation(), ChatOptions(), branches=tree), encoding="utf-8")
+    open_app(page, app_server.url)
+    traps = Traps(page, app_server.url)
+    load_transcript(page, path)
+    page.wait_for_selector("#branch-bar", state="visible", timeout=60_000)
+    page.click("#branch-pick input")
+    page.wait_for_function("n => document.querySelectorAll('ul.option-list [role=option]').length >= n",
+                           arg=len(PAYLOADS), timeout=30_000)
+    options = page.inner_text("ul.option-list")
+    roots, problems = page.evaluate(AUDIT_BRANCHES_AND_COMPARE)
+    assert roots and not problems, problems[:10]
+    assert "alert(12)" in options and "<script>alert(25)</script>" in options, "shown as text"
+    page.keyboard.press("Escape")
+    page.click("#branch-previous")  # a payload's sibling, "x", comes back with its branch
+    page.wait_for_function("() => document.querySelector('#branch-count').innerText.trim() === '1 / 2'",
+                           timeout=30_000)
+
+    page.click("#new-chat")
+    page.click("#compare-view > button")
+    page.fill("#compare-system textarea", "\n".join(PAYLOADS))
+    page.fill("#composer textarea", "Hi")
+    page.click("#compare-run")
+    page.wait_for_selector("#compare-panel", state="visible", timeout=30_000)
+    page.wait_for_function("() => document.querySelector('#stop').disabled", timeout=180_000)
+    assert "alert(12)" in page.inner_text("#compare-diff")
+    roots, problems = page.evaluate(AUDIT_BRANCHES_AND_COMPARE)
+    page.wait_for_timeout(500)
+    assert roots >= 5 and not problems, problems[:10]
+    assert not traps.fired, traps.fired[:10]
+    page.screenshot(path=str(ARTIFACTS / "xss-versions-and-compare.png"))

@@ -26,6 +26,7 @@ class ChatOptions:
     enabled_tools: list[str] = field(default_factory=list)
     max_tool_rounds: int = _DEFAULTS.max_tool_rounds
     repetition_guard: int = _DEFAULTS.repetition_guard  # repeats that stop a looping reply; 0: off
+    seed: int = _DEFAULTS.seed  # the sampling seed; -1: a fresh one for each reply
     tool_timeout: float = _DEFAULTS.tool_timeout  # set by the operator, not by the user
     # Record each token's probability: set while the session's probability view is open.
     token_probabilities: bool = False
@@ -56,12 +57,24 @@ class ChatOptions:
             enabled_tools=[str(name) for name in (given.get("enabled_tools", base.enabled_tools) or [])],
             max_tool_rounds=max(1, int(given.get("max_tool_rounds", base.max_tool_rounds))),
             repetition_guard=min(MAX_REPETITION_GUARD, max(0, int(given.get("repetition_guard", base.repetition_guard)))),
+            seed=_seed(given.get("seed"), base.seed),
             tool_timeout=settings.tool_timeout,
         )
         return options
 
 
 MAX_REPETITION_GUARD = 20
+
+
+def _seed(value, default: int) -> int:
+    """A seed is a whole number from 0; anything else (-1, empty) asks for a fresh one each time."""
+    if value is None or value == "":
+        return default
+    try:
+        seed = int(value)
+    except (TypeError, ValueError):
+        return default
+    return seed if 0 <= seed < 2**63 else -1
 
 
 def _image_budget(value, default: int) -> int:

@@ -4,6 +4,12 @@ The file carries the canonical turns (so calls, results, thoughts with their dur
 reply stats survive a round trip), the settings and the tools the user declared, and, for
 reading, the Gemma 4 message dicts they render to. Export, import, export gives the same
 file, byte for byte.
+
+Version 2 adds the conversation's other versions (core/branches.py): "turns" is still the
+conversation shown (the active path), and "branches" lists every node of the tree depth first,
+each with its parent's place in that list and the child it goes on with; a node of the active
+path names its turn by its index in "turns", any other carries its turn. A version 1 file is a
+conversation without alternatives.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from gemma4_ui.config import MediaLimits
+from gemma4_ui.core.branches import Branches, Node
 from gemma4_ui.core.conversation import AssistantTurn, Conversation, ToolRound, UserTurn, to_gemma_messages
 from gemma4_ui.core.events import ReplyStats, ToolCall, ToolResult
 from gemma4_ui.core.options import USER_OPTIONS, ChatOptions
@@ -27,7 +34,8 @@ from gemma4_ui.media.decoding import MediaError, check_conversation_media
 from gemma4_ui.media.files import load_bytes
 
 FORMAT = "gemma4_ui.conversation"
-VERSION = 1
+VERSION = 2
+VERSIONS = (1, 2)  # the versions this app loads
 
 
 class TranscriptError(ValueError):
@@ -58,31 +66,48 @@ def _stats_entry(stats: ReplyStats | None) -> dict | None:
     return asdict(stats) if stats else None
 
 
-def dumps(conversation: Conversation, options: ChatOptions, declared: list[dict] = ()) -> str:
+def _turn_entry(turn) -> dict:
+    if isinstance(turn, UserTurn):
+        return {"role": "user", "text": turn.text, "media": [_media_entry(m) for m in turn.media]}
+    return {
+        "role": "assistant",
+        "rounds": [_round_entry(r) for r in turn.rounds],
+        "reasoning": turn.reasoning,
+        "content": turn.content,
+        "raw": turn.raw,
+        "notice": turn.notice,
+        "stats": _stats_entry(turn.stats),
+        "thinking_seconds": turn.thinking_seconds,
+    }
+
+
+def _branches_entry(branches: Branches) -> dict:
+    """The tree, flat (a long chat must not nest as deep as it is long): depth first."""
+    path = {id(node): index for index, node in enumerate(branches.path())}
+    nodes = branches.nodes()
+    place = {id(node): index for index, (_, node) in enumerate(nodes)}
+    entries = []
+    for parent, node in nodes:
+        entries.append({"parent": None if parent is None else place[id(parent)], "chosen": node.chosen,
+                        "turn": path[id(node)] if id(node) in path else _turn_entry(node.turn)})
+    return {"chosen": branches.root.chosen, "nodes": entries}
+
+
+def dumps(conversation: Conversation, options: ChatOptions, declared: list[dict] = (),
+          branches: Branches | None = None) -> str:
     """The conversation as a JSON document: `options` are the settings it was made with,
-    `declared` the schemas of the tools the user declared."""
-    turns: list[dict] = []
-    for turn in conversation.turns:
-        if isinstance(turn, UserTurn):
-            turns.append({"role": "user", "text": turn.text, "media": [_media_entry(m) for m in turn.media]})
-        else:
-            turns.append({
-                "role": "assistant",
-                "rounds": [_round_entry(r) for r in turn.rounds],
-                "reasoning": turn.reasoning,
-                "content": turn.content,
-                "raw": turn.raw,
-                "notice": turn.notice,
-                "stats": _stats_entry(turn.stats),
-                "thinking_seconds": turn.thinking_seconds,
-            })
+    `declared` the schemas of the tools the user declared, `branches` its tree of versions,
+    whose active path is `conversation` (None: a conversation without alternatives)."""
+    if branches is None or not branches.holds(conversation):
+        branches = Branches.linear(conversation)
     messages = to_gemma_messages(conversation, options.system_prompt)
     document = {
         "format": FORMAT,
         "version": VERSION,
         "settings": {name: getattr(options, name) for name in USER_OPTIONS},
         "declared_tools": list(declared),
-        "turns": turns,
+        "turns": [_turn_entry(turn) for turn in conversation.turns],
+        "branches": _branches_entry(branches),
         "messages": _describe_media(messages),
     }
     return json.dumps(document, ensure_ascii=False, indent=2, default=str)
@@ -230,25 +255,21 @@ class Loaded:
     conversation: Conversation
     settings: dict = field(default_factory=dict)  # chat options by name, as saved
     declared: list[dict] = field(default_factory=list)  # schemas of the tools the user declared
+    branches: Branches | None = None  # the tree of versions; its active path is `conversation`
+
+    def __post_init__(self):
+        if self.branches is None:
+            self.branches = Branches.linear(self.conversation)
 
 
-def load(text: str, limits: MediaLimits) -> Loaded:
-    """Parse and validate a saved conversation, with its settings and declared tools."""
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise TranscriptError(f"not JSON ({err.msg} at line {err.lineno})") from None
-    except RecursionError:
-        raise TranscriptError("the JSON is nested too deeply to be a conversation") from None
-    _require(isinstance(document, dict) and document.get("format") == FORMAT,
-             f"not a Gemma 4 UI conversation (expected \"format\": \"{FORMAT}\")")
-    _require(document.get("version") == VERSION, f"unsupported version {document.get('version')!r}")
-    turns_raw = document.get("turns")
-    _require(isinstance(turns_raw, list), "turns must be a list")
-    _check_media_counts(turns_raw, limits)
-    conversation = Conversation()
-    for i, entry in enumerate(turns_raw):
-        where = f"turns[{i}]"
+class _TurnLoader:
+    """Turns from their entries, the media of every version held to the conversation's limits."""
+
+    def __init__(self, limits: MediaLimits):
+        self.limits = limits
+        self.media: list = []  # of every turn loaded so far, alternatives included
+
+    def __call__(self, entry: Any, where: str, previous) -> UserTurn | AssistantTurn:
         _require(isinstance(entry, dict), f"{where} must be an object")
         role = entry.get("role")
         if role == "user":
@@ -256,18 +277,18 @@ def load(text: str, limits: MediaLimits) -> Loaded:
             _require(isinstance(media_raw, list), f"{where}.media must be a list")
             media = []
             for j, m in enumerate(media_raw):
-                media.append(_load_media(m, f"{where}.media[{j}]", limits))
+                media.append(_load_media(m, f"{where}.media[{j}]", self.limits))
                 try:  # as each is decoded: a file over the limit stops the load at once
-                    check_conversation_media(conversation.media(), media, limits)
+                    check_conversation_media(self.media, media, self.limits)
                 except MediaError as err:
                     raise TranscriptError(f"{where}.media[{j}]: {err}") from None
-            conversation.turns.append(UserTurn(_string(entry, "text", where), media))
-        elif role == "assistant":
-            _require(i > 0 and isinstance(conversation.turns[-1], UserTurn),
-                     f"{where}: an assistant turn must follow a user turn")
+            self.media.extend(media)
+            return UserTurn(_string(entry, "text", where), media)
+        if role == "assistant":
+            _require(isinstance(previous, UserTurn), f"{where}: an assistant turn must follow a user turn")
             rounds_raw = entry.get("rounds", [])
             _require(isinstance(rounds_raw, list), f"{where}.rounds must be a list")
-            turn = AssistantTurn(
+            return AssistantTurn(
                 rounds=[_load_round(r, f"{where}.rounds[{j}]") for j, r in enumerate(rounds_raw)],
                 reasoning=_string(entry, "reasoning", where),
                 content=_string(entry, "content", where),
@@ -276,9 +297,72 @@ def load(text: str, limits: MediaLimits) -> Loaded:
                 stats=_load_stats(entry.get("stats"), where),
                 thinking_seconds=_seconds(entry, "thinking_seconds", where),
             )
-            conversation.turns.append(turn)
+        raise TranscriptError(f"{where}.role must be \"user\" or \"assistant\"")
+
+
+def _index(value: Any, limit: int, where: str, nullable: bool = True) -> int | None:
+    _require((value is None and nullable) or (isinstance(value, int) and not isinstance(value, bool)
+                                              and 0 <= value < limit), f"{where} is out of range")
+    return value
+
+
+def _load_branches(raw: Any, conversation: Conversation, load_turn: _TurnLoader) -> Branches:
+    """The tree of versions (see the module's docstring), checked to have `conversation` as its
+    active path."""
+    _require(isinstance(raw, dict) and isinstance(raw.get("nodes"), list), "branches.nodes must be a list")
+    root = Node(None)
+    nodes: list[Node] = []
+    used: set[int] = set()
+    for i, entry in enumerate(raw["nodes"]):
+        where = f"branches.nodes[{i}]"
+        _require(isinstance(entry, dict), f"{where} must be an object")
+        parent_at = _index(entry.get("parent"), i, f"{where}.parent")  # parents come first
+        parent = root if parent_at is None else nodes[parent_at]
+        turn = entry.get("turn")
+        if isinstance(turn, int) and not isinstance(turn, bool):
+            _index(turn, len(conversation.turns), f"{where}.turn", nullable=False)
+            _require(turn not in used, f"{where}.turn: turns[{turn}] is in the tree twice")
+            used.add(turn)
+            turn = conversation.turns[turn]
         else:
-            raise TranscriptError(f"{where}.role must be \"user\" or \"assistant\"")
+            turn = load_turn(turn, f"{where}.turn", parent.turn)
+            _require(not isinstance(turn, AssistantTurn) or isinstance(parent.turn, UserTurn),
+                     f"{where}: an assistant turn must follow a user turn")
+        node = Node(turn, chosen=entry.get("chosen"))
+        parent.children.append(node)
+        nodes.append(node)
+    for i, node in enumerate([root, *nodes]):
+        _index(node.chosen, len(node.children), "branches.chosen" if i == 0 else f"branches.nodes[{i - 1}].chosen")
+    root.chosen = _index(raw.get("chosen"), len(root.children), "branches.chosen")
+    branches = Branches(root)
+    _require(branches.holds(conversation), "branches: the chosen versions are not the turns")
+    return branches
+
+
+def load(text: str, limits: MediaLimits) -> Loaded:
+    """Parse and validate a saved conversation, with its settings, declared tools and versions."""
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise TranscriptError(f"not JSON ({err.msg} at line {err.lineno})") from None
+    except RecursionError:
+        raise TranscriptError("the JSON is nested too deeply to be a conversation") from None
+    _require(isinstance(document, dict) and document.get("format") == FORMAT,
+             f"not a Gemma 4 UI conversation (expected \"format\": \"{FORMAT}\")")
+    version = document.get("version")
+    _require(version in VERSIONS and not isinstance(version, bool), f"unsupported version {version!r}")
+    turns_raw = document.get("turns")
+    _require(isinstance(turns_raw, list), "turns must be a list")
+    branches_raw = document.get("branches") if version >= 2 else None
+    nodes_raw = branches_raw.get("nodes") if isinstance(branches_raw, dict) else None
+    alternatives = [n["turn"] for n in nodes_raw if isinstance(n, dict) and isinstance(n.get("turn"), dict)
+                    ] if isinstance(nodes_raw, list) else []
+    _check_media_counts(turns_raw + alternatives, limits)
+    conversation = Conversation()
+    load_turn = _TurnLoader(limits)
+    for i, entry in enumerate(turns_raw):
+        previous = conversation.turns[-1] if conversation.turns else None
+        conversation.turns.append(load_turn(entry, f"turns[{i}]", previous))
     saved = document.get("settings") if isinstance(document.get("settings"), dict) else {}
     settings = {name: saved[name] for name in USER_OPTIONS if name in saved}
     _require(isinstance(settings.get("system_prompt", ""), str), "settings.system_prompt must be a string")
@@ -288,7 +372,8 @@ def load(text: str, limits: MediaLimits) -> Loaded:
     declared = document.get("declared_tools", [])
     _require(isinstance(declared, list) and all(isinstance(d, dict) for d in declared),
              "declared_tools must be a list of schemas")
-    return Loaded(conversation, settings, declared)
+    branches = _load_branches(branches_raw, conversation, load_turn) if branches_raw is not None else None
+    return Loaded(conversation, settings, declared, branches)
 
 
 # -- the last reply, for the inspector ------------------------------------------------------------

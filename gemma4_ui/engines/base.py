@@ -81,6 +81,8 @@ class GenerationRequest:
     token_probabilities: bool = False
     # Stop when the output's end repeats one piece this many times (core/repetition.py); 0: never.
     repetition_guard: int = 0
+    # The sampling seed (None: whatever the generator's state is), for a reply sampled again.
+    seed: int | None = None
 
 
 class Engine(ABC):

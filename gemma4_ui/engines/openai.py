@@ -58,6 +58,7 @@ OPTIONAL_FIELDS = {
     "stream_options": "token usage may be missing from the reply stats",
     "logprobs": "replies carry no token probabilities",
     "top_logprobs": "replies carry no alternatives to each token",
+    "seed": "the seed has no effect (each reply is sampled afresh)",
 }
 NO_LOGPROBS = ("This server returns no token probabilities: it refuses or ignores the OpenAI API's `logprobs` "
                "field (vLLM and SGLang return them; transformers serve ignores it).")
@@ -193,6 +194,8 @@ def request_body(request: GenerationRequest, model: str, messages: list[dict], r
     }
     if request.spec.tools:
         body["tools"] = request.spec.tools
+    if request.seed is not None:
+        body["seed"] = request.seed
     if request.token_probabilities:
         body["logprobs"], body["top_logprobs"] = True, token_probabilities.TOP_ALTERNATIVES
     for name in refused:
@@ -528,7 +531,7 @@ class OpenAIEngine(Engine):
         """A one-token reply: proves the model is served, and finds which optional fields the
         server refuses (at most one retry per field)."""
         probe = GenerationRequest(PromptSpec([{"role": "user", "content": "Hi"}]), max_new_tokens=1, temperature=0,
-                                  token_probabilities=True)
+                                  token_probabilities=True, seed=0)
         while True:
             body = request_body(probe, self.model, to_openai_messages(probe.spec.messages), self.refused)
             try:

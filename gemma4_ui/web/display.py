@@ -34,18 +34,37 @@ def turn_of_message(conversation: Conversation, index: int) -> int | None:
     return None
 
 
-def render(conversation: Conversation, live: Live | None = None, notice: str = "", start: int = 0) -> list[dict]:
-    """The messages of the turns from `start` on (`live`: the last turn's streaming round)."""
+Versions = list[tuple[int, int]]  # (which, of how many) per turn: core.branches.Branches.versions
+
+
+def render(conversation: Conversation, live: Live | None = None, notice: str = "", start: int = 0,
+           versions: Versions = ()) -> list[dict]:
+    """The messages of the turns from `start` on (`live`: the last turn's streaming round); a
+    turn with other versions says which it is (`versions`), without adding a message, so that
+    a message's place is the same with and without them."""
     messages: list[dict] = []
     last = len(conversation.turns) - 1
     for t, turn in enumerate(conversation.turns[start:], start):
         if isinstance(turn, UserTurn):
-            messages.extend(_user(turn))
+            shown = _user(turn)
         else:
-            messages.extend(_assistant(turn, t, live if t == last else None))
+            shown = _assistant(turn, t, live if t == last else None)
+        if t < len(versions) and versions[t][1] > 1 and shown and isinstance(shown[-1]["content"], str):
+            # under the answer, rather than under a notice that follows it
+            at = -2 if getattr(turn, "notice", "") and len(shown) > 1 and "metadata" not in shown[-2] else -1
+            shown[at] = {**shown[at], "content": shown[at]["content"] + version_mark(*versions[t])}
+        messages.extend(shown)
     if notice:
         messages.append(_notice_message(notice))
     return messages
+
+
+def version_mark(which: int, count: int) -> str:
+    """‹ 2/3 › under a message with other versions (the branch bar below the chat switches)."""
+    return f"{VERSION_MARK_START}‹ {which + 1}/{count} ›</span>"
+
+
+VERSION_MARK_START = "\n\n<span class='branch-mark'>"
 
 
 # The chat is two Chatbots, one above the other: the history holds every settled turn and is
@@ -55,10 +74,10 @@ def render(conversation: Conversation, live: Live | None = None, notice: str = "
 # and far more in the browser); this way an update costs the same however long the chat.
 
 
-def settled(conversation: Conversation, notice: str = "") -> tuple[list[dict], list[dict]]:
+def settled(conversation: Conversation, notice: str = "", versions: Versions = ()) -> tuple[list[dict], list[dict]]:
     """(history, live) of a chat at rest: every turn in the history; a notice (a refusal, an
     error) below it, in the live part, so that the history is always `render(conversation)`."""
-    return render(conversation), [_notice_message(notice)] if notice else []
+    return render(conversation, versions=versions), [_notice_message(notice)] if notice else []
 
 
 def beside_history(notice: str) -> tuple:
@@ -84,8 +103,9 @@ class StreamingRender:
     client tool's answer), and skipped after that. Everything from the first new turn on is
     the live part, rendered on each update."""
 
-    def __init__(self, shown: Conversation):
+    def __init__(self, shown: Conversation, versions: Versions = ()):
         self.shown = shown
+        self.versions = versions  # of the turns shown
         self.start: int | None = None
 
     def __call__(self, conversation: Conversation, live: Live | None = None, notice: str = "") -> tuple:
@@ -93,7 +113,7 @@ class StreamingRender:
         if self.start is None:
             self.start = common_turns(self.shown, conversation)
             if self.start < len(self.shown.turns):
-                history = render(Conversation(conversation.turns[: self.start]))
+                history = render(Conversation(conversation.turns[: self.start]), versions=self.versions)
         return history, render(conversation, live, notice, start=self.start)
 
 
@@ -117,6 +137,8 @@ def media_notes(turn: UserTurn) -> str:
 def edited_text(shown: str, turn: UserTurn) -> str:
     """The user's text from the chat's editor, which holds the text as shown: escaped for
     display, and followed by the notes about the files."""
+    if VERSION_MARK_START.strip() in shown:  # the ‹ 2/3 › a message with versions shows
+        shown = shown[: shown.rindex(VERSION_MARK_START.strip())]
     notes = media_notes(turn)
     if notes and shown.rstrip().endswith(notes):
         shown = shown.rstrip()[: -len(notes)]

@@ -24,9 +24,10 @@ from gemma4_ui.inspector.layers import TEMPLATE_LEGEND
 from gemma4_ui.tools.registry import ToolRegistry
 from gemma4_ui.web.chat_history import ChatHistory
 from gemma4_ui.web.examples import EXAMPLE_SCHEMA, chat_examples, examples
+from gemma4_ui.web.handlers import compare
 from gemma4_ui.web.handlers.shared import SharedChatHandlers
 from gemma4_ui.web.handlers.tools import tool_choices, tools_markdown
-from gemma4_ui.web.outputs import InspectorLayers
+from gemma4_ui.web.outputs import BranchBar, InspectorLayers
 from gemma4_ui.web.tail_patched_html import tail_patched_html
 
 LAYERS = {"Messages": "layer-messages", "Template": "layer-template", "Expanded": "layer-expanded"}
@@ -80,8 +81,26 @@ class ChatColumn:
     tool_cancel: gr.Button
     stop: gr.Button
     new_chat: gr.Button
+    branches: BranchBar  # ‹ 2 / 3 › for a message with versions
     probabilities_view: gr.Accordion
     probabilities: gr.HTML
+
+
+@dataclass
+class ComparePanel:
+    """Compare: what side B changes, the button, and the two columns with what differed."""
+
+    side_b: dict[str, gr.components.Component]  # by the API's name (handlers.compare.SIDE_B)
+    run: gr.Button
+    panel: gr.Column
+    a_heading: gr.Markdown
+    a_chat: gr.Chatbot
+    keep_a: gr.Button
+    b_heading: gr.Markdown
+    b_chat: gr.Chatbot
+    keep_b: gr.Button
+    counts: gr.HTML
+    diff: gr.HTML
 
 
 @dataclass
@@ -131,6 +150,7 @@ class Layout:
     chat: ChatColumn
     inspector: InspectorTab
     tools: ToolsTab
+    compare: ComparePanel
     options: dict[str, gr.components.Component]  # by ChatOptions field, in USER_OPTIONS order
 
     @property
@@ -149,6 +169,7 @@ def _chat_column(default_tools: list[str]) -> ChatColumn:
         )
         live = gr.Chatbot(elem_id="chat-live", show_label=False, buttons=["copy"], autoscroll=False,
                           group_consecutive_messages=False, **CHAT_RENDERING)
+    branches = _branch_bar()
     composer = gr.MultimodalTextbox(
         elem_id="composer", show_label=False, sources=["upload", "microphone"],
         file_types=["image", "audio", "video"], file_count="multiple",
@@ -168,7 +189,57 @@ def _chat_column(default_tools: list[str]) -> ChatColumn:
         probabilities = gr.HTML(elem_id="token-probabilities")
     return ChatColumn(history=history, live=live, composer=composer, staged=staged, shows_messages=shows_messages,
                       tool_row=tool_row, tool_answer=tool_answer, tool_submit=tool_submit, tool_cancel=tool_cancel,
-                      stop=stop, new_chat=new_chat, probabilities_view=probabilities_view, probabilities=probabilities)
+                      stop=stop, new_chat=new_chat, branches=branches, probabilities_view=probabilities_view,
+                      probabilities=probabilities)
+
+
+def _branch_bar() -> BranchBar:
+    """Real buttons and a list, so that a mouse, a finger and the keyboard all reach them."""
+    with gr.Row(visible=False, elem_id="branch-bar", equal_height=True) as row:
+        pick = gr.Dropdown(label="Versions of", choices=[], elem_id="branch-pick", scale=4, min_width=160,
+                           allow_custom_value=False)
+        previous = gr.Button("‹", elem_id="branch-previous", size="sm", scale=0, min_width=44, interactive=False)
+        count = gr.Markdown(elem_id="branch-count")
+        next_ = gr.Button("›", elem_id="branch-next", size="sm", scale=0, min_width=44, interactive=False)
+    return BranchBar(row=row, pick=pick, count=count, previous=previous, next=next_)
+
+
+def _compare_panel() -> ComparePanel:
+    """Side A is the chat's settings; B is the same but for what is changed here. The columns
+    stand side by side where there is room for both, one above the other on a phone."""
+    with gr.Accordion("⚖️ Compare two answers", open=False, elem_id="compare-view"):
+        gr.Markdown("Answer the message in the box (or, with the box empty, the last message sent) twice: "
+                    "**A** with the settings, **B** with what you change here.", elem_id="compare-help")
+        with gr.Row(elem_id="compare-side-b"):
+            thinking = gr.Radio(list(compare.THINKING_CHOICES), value=compare.SAME, label="B: thinking",
+                                elem_id="compare-thinking", min_width=160)
+            budget = gr.Dropdown(list(compare.BUDGET_CHOICES), value=compare.SAME, label="B: image budget",
+                                 elem_id="compare-budget", min_width=160)
+            temperature = gr.Dropdown(list(compare.TEMPERATURE_CHOICES), value=compare.SAME, label="B: temperature",
+                                      allow_custom_value=True, elem_id="compare-temperature", min_width=160)
+            tools = gr.Radio(list(compare.TOOLS_CHOICES), value=compare.SAME, label="B: tools",
+                             elem_id="compare-tools", min_width=160)
+            seed = gr.Dropdown([compare.SAME, "-1", "0", "1", "2"], value=compare.SAME, label="B: seed",
+                               allow_custom_value=True, elem_id="compare-seed", min_width=160)
+        system_prompt = gr.Textbox("", label="B: system prompt (empty: same)", lines=1, elem_id="compare-system")
+        run = gr.Button("⚖️ Compare", variant="primary", size="sm", elem_id="compare-run")
+    with gr.Column(visible=False, elem_id="compare-panel") as panel:
+        with gr.Row(elem_id="compare-columns", equal_height=False):
+            columns = []
+            for side in ("A", "B"):
+                with gr.Column(min_width=280, elem_id=f"compare-{side.lower()}"):
+                    heading = gr.Markdown(elem_id=f"compare-{side.lower()}-heading")
+                    shown = gr.Chatbot(show_label=False, height=320, buttons=["copy"], group_consecutive_messages=False,
+                                       elem_id=f"compare-{side.lower()}-chat", **CHAT_RENDERING)
+                    keep = gr.Button(f"Keep {side}", size="sm", elem_id=f"keep-{side.lower()}")
+                    columns.append((heading, shown, keep))
+        counts = gr.HTML(elem_id="compare-counts")
+        with gr.Accordion("What differed in the raw template (layer 2)", open=True, elem_id="compare-diff-view"):
+            diff = gr.HTML(elem_id="compare-diff")
+    (a_heading, a_chat, keep_a), (b_heading, b_chat, keep_b) = columns
+    side_b = dict(zip(compare.SIDE_B, (thinking, budget, temperature, system_prompt, tools, seed), strict=True))
+    return ComparePanel(side_b=side_b, run=run, panel=panel, a_heading=a_heading, a_chat=a_chat, keep_a=keep_a,
+                        b_heading=b_heading, b_chat=b_chat, keep_b=keep_b, counts=counts, diff=diff)
 
 
 def _inspector_tab() -> InspectorTab:
@@ -242,6 +313,8 @@ def _settings_tab(defaults: ChatOptions, settings: Settings) -> dict:
         "repetition_guard": gr.Slider(0, MAX_REPETITION_GUARD, value=defaults.repetition_guard, step=1,
                                       label="Repetition guard: stop a reply that repeats itself this many times "
                                             "(0 = off)", elem_id="repetition-guard"),
+        "seed": gr.Number(value=defaults.seed, precision=0, minimum=-1, label="Seed (-1 = a fresh one each reply)",
+                          elem_id="seed"),
     }
 
 
@@ -280,6 +353,7 @@ def build_layout(handlers: SharedChatHandlers) -> Layout:
     with gr.Row(equal_height=False):
         with gr.Column(scale=3, min_width=320, elem_id="chat-column"):
             chat = _chat_column(defaults.enabled_tools)
+            compare = _compare_panel()
         with gr.Column(scale=2, min_width=320, elem_id="side-column"):
             with gr.Tabs():
                 with gr.Tab("Inspector", id="inspector"):
@@ -294,4 +368,4 @@ def build_layout(handlers: SharedChatHandlers) -> Layout:
                         label="Examples", example_labels=example_labels, examples_per_page=len(example_rows),
                         elem_id="examples")
     return Layout(conversation=conversation, session=session, restore=restore, chat=chat, inspector=inspector,
-                  tools=tools, options=options)
+                  tools=tools, compare=compare, options=options)

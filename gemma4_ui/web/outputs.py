@@ -54,6 +54,7 @@ class ResetOutputs(NamedTuple):
     composer: Any
     stop: Any
     tool_row: Any
+    compare_panel: Any  # a comparison's columns belong to the conversation left
     exported: Any
 
 
@@ -72,6 +73,41 @@ class InspectorLayers(NamedTuple):
     expanded_colour: Any  # layer 3 coloured by token kind, patched pieces
 
 
+class BranchBar(NamedTuple):
+    """The bar below the chat that steps through a message's versions: ‹ 2 / 3 ›."""
+
+    row: Any  # shown while the chat has a message with versions
+    pick: Any  # which message's versions the arrows step through
+    count: Any  # "2 / 3"
+    previous: Any  # ‹
+    next: Any  # ›
+
+
+class CompareOutputs(NamedTuple):
+    """A comparison streaming in its two columns; at its end, the chat with A's version."""
+
+    panel: Any  # the comparison's panel
+    a_heading: Any  # what side A ran with
+    a_chat: Any
+    b_heading: Any  # what side B changed (and, while A runs, that B waits)
+    b_chat: Any
+    counts: Any  # both prompts' token counts per modality
+    diff: Any  # the raw templates' diff
+    history: Any
+    live: Any
+    conversation: Any
+    composer: Any  # emptied once the message is answered, given back if refused
+
+
+class KeepOutputs(NamedTuple):
+    """One side of a comparison kept: the chat continues with it."""
+
+    history: Any
+    live: Any
+    conversation: Any
+    panel: Any
+
+
 class AfterTurn(NamedTuple):
     """What settles after a turn, before the inspector's layers (`after_turn_outputs`)."""
 
@@ -83,6 +119,25 @@ class AfterTurn(NamedTuple):
     raw_output: Any
     parsed_output: Any
     probabilities: Any
+    branch_row: Any  # the branch bar (BranchBar), field by field
+    branch_pick: Any
+    branch_count: Any
+    branch_previous: Any
+    branch_next: Any
+
+
+class ChooseOutputs(NamedTuple):
+    """Another version of a message chosen: the chat shows its branch."""
+
+    history: Any
+    live: Any
+    conversation: Any
+    row: Any  # the branch bar, as in BranchBar
+    pick: Any
+    count: Any
+    previous: Any
+    next: Any
+    data: Any  # the active path and its versions, as data (for scripts)
 
 
 def after_turn_outputs(settled: AfterTurn, layers: InspectorLayers, session: Any) -> tuple:

@@ -1,6 +1,6 @@
 """One user's state, kept by Gradio per browser tab or API client: the draft, the decoded
-uploads, the control of their turns (Stop, New conversation), the tools they declared and what
-their inspector shows. The handlers (web/handlers/) change it; nothing here is shared between
+uploads, the control of their turns (Stop, New conversation), the tools they declared, the
+conversation's other versions and what their inspector shows. The handlers (web/handlers/) change it; nothing here is shared between
 users.
 """
 
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from gemma4_ui.config import MediaLimits
 from gemma4_ui.core import transcript
+from gemma4_ui.core.branches import Branches
 from gemma4_ui.core.conversation import Conversation
 from gemma4_ui.inspector.layers import SingleFlight
 from gemma4_ui.media.decoding import MediaError, MediaItem
@@ -170,6 +171,20 @@ class UserSession:
         # None: the draft's media, or else the latest message's.
         self.mapped_turn: int | None = None
         self.inspector = InspectorShown()  # what this page's inspector shows
+        # Every version Retry and Edit made; its active path is the conversation shown. The
+        # conversation itself stays the State every handler takes and returns (the tree is
+        # checked against it: `branches_of`).
+        self.branches = Branches()
+        self.branch_focus: int | None = None  # the place whose versions the branch bar steps through
+        # The last comparison: where its replies are, and each side's version there ("a", "b").
+        self.compared: tuple[int, dict[str, int]] | None = None
+
+    def branches_of(self, conversation: Conversation) -> Branches:
+        """The tree whose active path is `conversation`: this session's, or, where they part
+        (a conversation the app had let go, then shown again), one without alternatives."""
+        if not self.branches.holds(conversation):
+            self.branches = Branches.linear(conversation)
+        return self.branches
 
     def __deepcopy__(self, memo) -> "UserSession":
         return UserSession(self._shared_tools)

@@ -19,7 +19,10 @@ from gemma4_ui.web.handlers.shared import SharedChatHandlers
 from gemma4_ui.web.layout import Layout
 from gemma4_ui.web.outputs import (
     AfterTurn,
+    ChooseOutputs,
+    CompareOutputs,
     DeclareToolOutputs,
+    KeepOutputs,
     LoadOutputs,
     RemoveToolOutputs,
     ResetOutputs,
@@ -115,9 +118,12 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
     after_turn = with_options(handlers, handlers.turns.after_turn, [("conversation", empty), ("restore", empty),
                                                                     ("composer", empty), ("session", empty),
                                                                     ("show_ids", empty)])
+    bar = chat.branches
     settles = AfterTurn(composer=chat.composer, stop=chat.stop, tool_row=chat.tool_row, tool_answer=chat.tool_answer,
                         reply_stats=inspector.reply_stats, raw_output=inspector.raw_output,
-                        parsed_output=inspector.parsed_output, probabilities=chat.probabilities)
+                        parsed_output=inspector.parsed_output, probabilities=chat.probabilities,
+                        branch_row=bar.row, branch_pick=bar.pick, branch_count=bar.count,
+                        branch_previous=bar.previous, branch_next=bar.next)
     after = dict(fn=after_turn, inputs=[conversation, restore, chat.composer, session, inspector.show_ids, *options],
                  outputs=list(after_turn_outputs(settles, inspector.layers, session)), **quiet, **private, **own)
     # Gradio forgets a State only if an event has returned it: its time to live counts from the
@@ -128,6 +134,8 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
     # it out of Gradio's store.
     w = _Wiring(demo, handlers, layout, turn, chat_outputs, gpu, own, private, streamed, quiet, after)
     _wire_turns(w)
+    _wire_branches(w)
+    _wire_compare(w)
     _wire_inspector(w)
     _wire_tools(w)
     _wire_files(w)
@@ -178,9 +186,10 @@ def _wire_turns(w: _Wiring) -> None:
     chat.stop.click(handlers.turns.stop, [session], None, queue=False, api_name="stop")
 
     # 3. Retry, undo and edit of the last message.
+    # /retry is public: a script makes another version of the last reply (/choose_branch switches).
     chat.history.retry(running, None, chat.stop, queue=False, **private).then(
         with_options(handlers, handlers.turns.retry, turn), [conversation, session, *options], chat_outputs,
-        **private, **streamed, **gpu,
+        api_name="retry", **streamed, **gpu,
     ).then(**after)
     undone = UndoOutputs(history=chat.history, live=chat.live, conversation=conversation, composer=chat.composer)
     chat.history.undo(handlers.turns.undo, [conversation, session], list(undone), **quiet, **private,
@@ -205,10 +214,59 @@ def _wire_turns(w: _Wiring) -> None:
     # 5. New conversation, also from the Chatbot's own trash button: a reply still streaming stops.
     reset_outputs = list(ResetOutputs(history=chat.history, live=chat.live, conversation=conversation, restore=restore,
                                       composer=chat.composer, stop=chat.stop, tool_row=chat.tool_row,
-                                      exported=inspector.exported))
+                                      compare_panel=layout.compare.panel, exported=inspector.exported))
     chat.new_chat.click(handlers.turns.reset, [session], reset_outputs, api_name="new_conversation", queue=False,
                         **quiet).then(**after)
     chat.history.clear(handlers.turns.reset, [session], reset_outputs, queue=False, **quiet, **private).then(**after)
+
+
+def _wire_branches(w: _Wiring) -> None:
+    """The conversation's versions: the branch bar's arrows and list, and /choose_branch."""
+    handlers, layout, chat = w.handlers, w.layout, w.layout.chat
+    conversation, session, bar = layout.conversation, layout.session, chat.branches
+    data = gr.JSON(visible=False)
+    chosen = list(ChooseOutputs(history=chat.history, live=chat.live, conversation=conversation, row=bar.row,
+                                pick=bar.pick, count=bar.count, previous=bar.previous, next=bar.next, data=data))
+    # Each step waits for the one before it (a user's clicks are queued in order), and runs
+    # beside every other user's events: it touches this user's state only.
+    for button, delta in ((bar.previous, -1), (bar.next, 1)):
+        button.click(functools.partial(handlers.branches.step, delta), [bar.pick, conversation, session], chosen,
+                     **w.quiet, **w.private, **w.own).then(**w.after)
+    bar.pick.input(handlers.branches.pick, [bar.pick, conversation, session], list(bar), **w.quiet, **w.private,
+                   **w.own)
+    message, version = gr.Number(visible=False, precision=0), gr.Number(visible=False, precision=0)
+    trigger = gr.Button(visible=False)
+    trigger.click(handlers.branches.choose, [message, version, conversation, session], chosen,
+                  api_name="choose_branch", **w.quiet, **w.own).then(**w.after)
+    trigger.click(handlers.branches.data, [conversation, session], data, api_name="branches", **w.quiet, **w.own)
+
+
+def _wire_compare(w: _Wiring) -> None:
+    """Compare: the same turn under two settings, in two columns; keep one."""
+    handlers, layout, chat, panel = w.handlers, w.layout, w.layout.chat, w.layout.compare
+    conversation, session, options = layout.conversation, layout.session, layout.option_inputs
+    empty = inspect.Parameter.empty
+    side_b = [(name, empty) for name in panel.side_b]
+    leading = [("message", empty), *side_b, *w.turn]
+    inputs = [*panel.side_b.values(), conversation, session, *options]
+    shown = list(CompareOutputs(panel=panel.panel, a_heading=panel.a_heading, a_chat=panel.a_chat,
+                                b_heading=panel.b_heading, b_chat=panel.b_chat, counts=panel.counts, diff=panel.diff,
+                                history=chat.history, live=chat.live, conversation=conversation,
+                                composer=chat.composer))
+    # At once: Stop, and the columns saying they wait (the comparison may queue behind other users').
+    queued = [chat.stop, panel.panel, panel.a_heading, panel.a_chat, panel.b_heading, panel.b_chat]
+    panel.run.click(handlers.compare.queued, None, queued, queue=False, **w.private).then(
+        with_options(handlers, handlers.compare.compare, leading), [chat.composer, *inputs], shown,
+        api_name="compare_columns", show_progress="minimal", show_progress_on=[panel.counts], **w.private, **w.gpu,
+    ).then(**w.after)
+    # /compare for scripts: both replies as data, like /reply.
+    trigger, message, out = gr.Button(visible=False), gr.MultimodalTextbox(visible=False), gr.JSON(visible=False)
+    trigger.click(with_options(handlers, handlers.compare.compare_data, leading), [message, *inputs],
+                  [out, conversation], api_name="compare", **w.gpu)
+    kept = list(KeepOutputs(history=chat.history, live=chat.live, conversation=conversation, panel=panel.panel))
+    for button, side in ((panel.keep_a, "a"), (panel.keep_b, "b")):
+        button.click(functools.partial(handlers.compare.keep, side), [conversation, session], kept, **w.quiet,
+                     **w.private, **w.own).then(**w.after)
 
 
 def _wire_inspector(w: _Wiring) -> None:

@@ -139,6 +139,8 @@ def generate_on_device(model_key: str, inputs, generation: dict, record_probabil
     runs, one `DraftCounts`, and when asked, the `RecordedSteps` of every token's probability.
     Closing the generator cancels generation (in whichever process it runs) and joins the thread."""
     model, tokenizer, drafter = _MODELS[model_key]
+    generation = dict(generation)
+    seed = generation.pop("seed", None)
     # Pixels and waveforms in the model's dtype (bfloat16 on a GPU); ids stay integers.
     inputs = inputs.to(model.device, dtype=model.dtype)
     streamer = TokenStream(tokenizer)
@@ -160,6 +162,10 @@ def generate_on_device(model_key: str, inputs, generation: dict, record_probabil
         if drafter is not None:
             drafter.start()
         try:
+            if seed is not None:  # generate samples from torch's global generator
+                import torch
+
+                torch.manual_seed(seed)
             model.generate(**inputs, **generation, streamer=streamer, stopping_criteria=criteria)
         except GenerationCancelled:
             streamer.end()

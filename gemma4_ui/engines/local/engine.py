@@ -213,10 +213,13 @@ def _sampling(request: GenerationRequest) -> dict:
     if request.temperature <= 0:
         return {"max_new_tokens": request.max_new_tokens, "do_sample": False, "top_p": None, "top_k": None,
                 "temperature": None}
-    return {
+    sampling = {
         "max_new_tokens": request.max_new_tokens,
         "do_sample": True,
         "temperature": request.temperature,
         "top_p": request.top_p,
         "top_k": request.top_k,
     }
+    if request.seed is not None:
+        sampling["seed"] = request.seed  # not generate's: generate_on_device seeds the generator with it
+    return sampling

@@ -25,12 +25,13 @@ class FileHandlers:
         self.shared = shared
 
     def export_files(self, conversation: Conversation, session: UserSession, options: ChatOptions) -> list[str]:
-        """The /export endpoint: the conversation (media embedded) and its raw template (what
-        apply_chat_template makes of it with these settings; empty where the processor is not
-        available), as files."""
+        """The /export endpoint: the conversation (media embedded, every version kept) and its
+        raw template (what apply_chat_template makes of the conversation shown with these
+        settings; empty where the processor is not available), as files."""
         folder = session.exports.path()
         chat_path, template_path = folder / "gemma4_conversation.json", folder / "gemma4_prompt.txt"
-        chat_path.write_text(transcript.dumps(conversation, options, session.declared), encoding="utf-8")
+        chat_path.write_text(transcript.dumps(conversation, options, session.declared, session.branches_of(conversation)),
+                             encoding="utf-8")
         spec = build_spec(conversation, options, session.tools(), self.shared.engine.audio_first)
         processor = self.shared.engine.processor
         template_path.write_text(template_text(processor, spec) if processor and spec.messages else "",
@@ -56,10 +57,11 @@ class FileHandlers:
                 gr.Warning(toast_text(f"A declared tool in the file was skipped: {err}"))
         session.turns.reset()  # a reply still streaming belongs to the conversation replaced
         session.mapped_turn = None
+        session.branches, session.branch_focus, session.compared = loaded.branches, None, None
         tools = session.tools()
         enabled = [name for name in options.enabled_tools if tools.get(name)]
         gr.Info("Conversation loaded.", duration=3)  # a toast restyles the page every frame it is up
-        history, live = settled(loaded.conversation)
+        history, live = settled(loaded.conversation, versions=loaded.branches.versions())
         # Each setting the file holds is restored; one it does not hold is left as the page has it.
         shown = {name: getattr(options, name) if name in loaded.settings else gr.skip() for name in USER_OPTIONS}
         shown["enabled_tools"] = gr.update(choices=tool_choices(tools), value=enabled)

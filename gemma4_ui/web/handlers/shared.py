@@ -14,7 +14,9 @@ from gemma4_ui.core.conversation import UserTurn
 from gemma4_ui.core.options import ChatOptions
 from gemma4_ui.engines.base import Engine
 from gemma4_ui.tools.registry import ToolRegistry, default_registry
+from gemma4_ui.web.handlers.branches import BranchHandlers
 from gemma4_ui.web.handlers.common import Shared
+from gemma4_ui.web.handlers.compare import CompareHandlers
 from gemma4_ui.web.handlers.files import FileHandlers
 from gemma4_ui.web.handlers.inspector import InspectorHandlers
 from gemma4_ui.web.handlers.tools import ToolHandlers
@@ -31,7 +33,8 @@ TRAINED_DEMO_TEMPERATURE = 0.0
 
 class SharedChatHandlers:
     """The handlers, by concern: `turns` (the chat), `inspector`, `tools` (declared by the
-    user), `files` (export and load)."""
+    user), `files` (export and load), `branches` (the conversation's versions), `compare`
+    (one turn under two settings)."""
 
     def __init__(self, engine: Engine, settings: Settings, registry: ToolRegistry | None = None):
         registry = registry or default_registry()
@@ -40,6 +43,8 @@ class SharedChatHandlers:
         self.turns = ChatTurns(self.shared, self.inspector)
         self.tools = ToolHandlers()
         self.files = FileHandlers(self.shared)
+        self.branches = BranchHandlers()
+        self.compare = CompareHandlers(self.shared, self.turns)
 
     @property
     def engine(self) -> Engine:

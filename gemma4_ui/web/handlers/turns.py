@@ -3,7 +3,9 @@ answer or cancel, Stop, a new conversation, and what settles once a turn has end
 
 A turn runs once, as a stream of `Step`s (`ChatTurns._turn`: the turn loop of turns.py, paced
 for the page, stopped by the user's Stop or New conversation); the chat shows each step as
-the two Chatbots (`_in_the_chat`), the /reply endpoint as the reply's data (`reply`).
+the two Chatbots (`_in_the_chat`), the /reply endpoint as the reply's data (`reply`). Each
+turn that ends is settled into the session's tree of versions (core/branches.py): Retry and
+Edit fork it, so the version they replace stays as an alternative.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
+from gemma4_ui.core.branches import Branches
 from gemma4_ui.core.conversation import Conversation, UserTurn
 from gemma4_ui.core.options import ChatOptions
 from gemma4_ui.core.reply_data import reply_data
@@ -23,8 +26,9 @@ from gemma4_ui.core.streaming import Live
 from gemma4_ui.core.transcript import last_reply
 from gemma4_ui.media.decoding import MediaError, check_conversation_media
 from gemma4_ui.turns import Snapshot, TurnRunner
-from gemma4_ui.web.display import StreamingRender, edited_text, render, settled
+from gemma4_ui.web.display import StreamingRender, edited_text, render, settled, turn_of_message
 from gemma4_ui.web.gradio_compat.queue import enqueue_time
+from gemma4_ui.web.handlers.branches import branch_bar
 from gemma4_ui.web.handlers.common import Shared, lost_conversation, pending_client_call, without_waiting_call
 from gemma4_ui.web.handlers.inspector import InspectorHandlers
 from gemma4_ui.web.outputs import (
@@ -102,7 +106,7 @@ class ChatTurns:
         if draft.empty:  # also when the browser's check refused the draft: its notice stays
             yield TurnOutputs(gr.update(), gr.update(), conversation, None)
             return
-        yield from _in_the_chat(self._send(draft, conversation, session, options), shown=conversation)
+        yield from _in_the_chat(self._send(draft, conversation, session, options), conversation, session)
 
     def reply(self, message, conversation: Conversation, session: UserSession, options: ChatOptions,
               request: gr.Request = None):
@@ -129,6 +133,7 @@ class ChatTurns:
     def _send(self, draft: Draft, conversation: Conversation, session: UserSession,
               options: ChatOptions) -> Iterator[Step]:
         """The user's message, then its reply. A refused file hands the draft back."""
+        session.branches_of(conversation)
         try:
             turn = self.shared.user_turn(draft, session)
             check_conversation_media(conversation.media(), turn.media, self.shared.settings.limits)
@@ -143,7 +148,7 @@ class ChatTurns:
 
     def retry(self, conversation: Conversation, session: UserSession, options: ChatOptions,
               request: gr.Request = None) -> Iterator[TurnOutputs]:
-        """Regenerate the last reply (the turns after the last user message go)."""
+        """Regenerate the last reply; the reply it replaces stays as another version."""
         if not conversation.turns:
             yield _lost(conversation)
             return
@@ -151,37 +156,45 @@ class ChatTurns:
         if index is None:
             yield TurnOutputs(*settled(conversation), conversation, None)
             return
+        session.branches_of(conversation)
         trimmed = Conversation(conversation.turns[: index + 1])
-        yield from _in_the_chat(self._turn(trimmed, options, session), shown=conversation)
+        yield from _in_the_chat(self._turn(trimmed, options, session, on_fail=(conversation, None), fork_at=index + 1),
+                                conversation, session)
 
     def edit(self, data: gr.EditData, conversation: Conversation, session: UserSession, options: ChatOptions,
              request: gr.Request = None) -> Iterator[TurnOutputs]:
-        """Edit the last user message's text and regenerate from there."""
+        """Edit the text of a message the user sent (any of them) and answer it again; the
+        message as it was, with everything after it, stays as another version."""
         if not conversation.turns:
             yield _lost(conversation)
             return
-        index = conversation.last_user_index
-        position = last_user_text_position(conversation)
-        if index is None or position is None or data.index != position:
-            gr.Warning("Only the text of the last message you sent can be edited.")
-            yield TurnOutputs(*settled(conversation), conversation, None)
+        tree = session.branches_of(conversation)
+        index = user_text_turn(conversation, data.index if isinstance(data.index, int) else data.index[0])
+        if index is None:
+            gr.Warning("Only the text of a message you sent can be edited.")
+            yield TurnOutputs(*settled(conversation, versions=tree.versions()), conversation, None)
             return
-        last = conversation.turns[index]
-        edited = Conversation(conversation.turns[:index] + [UserTurn(edited_text(str(data.value), last), last.media)])
-        yield from _in_the_chat(self._turn(edited, options, session), shown=conversation)
+        old = conversation.turns[index]
+        edited = Conversation(conversation.turns[:index] + [UserTurn(edited_text(str(data.value), old), old.media)])
+        yield from _in_the_chat(self._turn(edited, options, session, on_fail=(conversation, None), fork_at=index),
+                                conversation, session)
 
     @staticmethod
     def undo(conversation: Conversation, session: UserSession) -> UndoOutputs:
-        """Take back the last message: the chat returns to before it, the draft to the composer."""
+        """Take back the last message: the chat returns to before it, the draft to the composer.
+        That version of the message goes (its other versions stay, and the next message
+        sent joins them)."""
         if not conversation.turns:
             return UndoOutputs(*lost_conversation(), conversation, gr.update())
+        tree = session.branches_of(conversation)
         index = conversation.last_user_index
         if index is None:
-            return UndoOutputs(*settled(conversation), conversation, gr.update())
+            return UndoOutputs(*settled(conversation, versions=tree.versions()), conversation, gr.update())
         last = conversation.turns[index]
         kept = Conversation(conversation.turns[:index])
+        tree.settle(kept)
         draft = Draft(last.text, [m.path for m in last.media])
-        return UndoOutputs(*settled(kept), kept, gr.update(value=draft.as_value()))
+        return UndoOutputs(*settled(kept, versions=tree.versions()), kept, gr.update(value=draft.as_value()))
 
     def answer_tool(self, answer: str, conversation: Conversation, session: UserSession, options: ChatOptions,
                     request: gr.Request = None) -> Iterator[TurnOutputs]:
@@ -198,8 +211,9 @@ class ChatTurns:
             response = json.loads(text) if text else ""
         except json.JSONDecodeError:
             response = text
+        session.branches_of(conversation)
         resumed = TurnRunner(self.shared.engine, session.tools()).answer_client_tool(conversation, response)
-        yield from _in_the_chat(self._turn(resumed, options, session), shown=conversation)
+        yield from _in_the_chat(self._turn(resumed, options, session), conversation, session)
 
     def cancel_tool(self, conversation: Conversation, session: UserSession, options: ChatOptions,
                     request: gr.Request = None) -> Iterator[TurnOutputs]:
@@ -210,9 +224,10 @@ class ChatTurns:
         if pending_client_call(conversation) is None:
             yield TurnOutputs(*settled(conversation), conversation, None)
             return
+        session.branches_of(conversation)
         runner = TurnRunner(self.shared.engine, session.tools())
         resumed = runner.answer_client_tool(conversation, None, cancelled=True)
-        yield from _in_the_chat(self._turn(resumed, options, session), shown=conversation)
+        yield from _in_the_chat(self._turn(resumed, options, session), conversation, session)
 
     # -- stop and new conversation --------------------------------------------------------------------
 
@@ -229,18 +244,21 @@ class ChatTurns:
         session.turns.reset()
         session.in_flight = None
         session.mapped_turn = None
+        session.branches, session.branch_focus, session.compared = Branches(), None, None
         return ResetOutputs(history=[], live=[], conversation=Conversation(), restore=None,
                             composer=gr.update(value=None, interactive=True), stop=gr.update(interactive=False),
-                            tool_row=gr.update(visible=False), exported=None)
+                            tool_row=gr.update(visible=False), compare_panel=gr.update(visible=False),
+                            exported=None)
 
     # -- the turn itself ---------------------------------------------------------------------------
 
     def _turn(self, conversation: Conversation, options: ChatOptions, session: UserSession,
-              on_fail: tuple[Conversation, Draft] | None = None) -> Iterator[Step]:
+              on_fail: tuple[Conversation, Draft | None] | None = None, fork_at: int | None = None) -> Iterator[Step]:
         """Run the turn, as steps at a bounded rate: `conversation` first, then the turn as it
-        streams, then how it ended (`_ending`). A turn the user replaced with a new
-        conversation ends with SKIP. `on_fail`: the conversation and draft to hand back if
-        the engine fails before producing anything."""
+        streams, then how it ended (`_ending`), settled into the session's tree of versions
+        (a new version of the turn at `fork_at`, for a retry or an edit). A turn the user
+        replaced with a new conversation ends with SKIP. `on_fail`: the conversation (and
+        draft) to hand back if the engine fails before producing anything."""
         ticket = session.turns.begin(enqueue_time())
         options.token_probabilities = session.probabilities_shown
         snapshot: Snapshot | None = None
@@ -268,7 +286,10 @@ class ChatTurns:
             if session.in_flight and session.in_flight[0] is ticket:
                 session.in_flight = None
             session.turns.end(ticket)
-        yield _ending(snapshot, conversation, on_fail)
+        ending = _ending(snapshot, conversation, on_fail)
+        handed_back = on_fail is not None and ending.conversation is on_fail[0]
+        session.branches.settle(ending.conversation, None if handed_back else fork_at)
+        yield ending
 
     # -- after a turn ------------------------------------------------------------------------------
 
@@ -280,26 +301,30 @@ class ChatTurns:
         conversation), the composer and Stop stay as that turn set them. The session comes
         last, so that its time to live counts from this turn (wiring.wire)."""
         waiting = gr.update(visible=pending_client_call(conversation) is not None)
+        bar = branch_bar(conversation, session)
+        branch = dict(branch_row=bar.row, branch_pick=bar.pick, branch_count=bar.count,
+                      branch_previous=bar.previous, branch_next=bar.next)
         stats, raw, parsed = last_reply(conversation)
         layers = self.inspector.refresh(restore_value or composer_value, conversation, session, show_ids, options)
         probabilities = self.inspector.probabilities_html(conversation)
         if not session.turns.at_rest:
             after = AfterTurn(composer=gr.skip(), stop=gr.skip(), tool_row=waiting, tool_answer=gr.skip(),
-                              reply_stats=stats, raw_output=raw, parsed_output=parsed, probabilities=probabilities)
+                              reply_stats=stats, raw_output=raw, parsed_output=parsed, probabilities=probabilities,
+                              **branch)
         else:
             composer = (gr.update(interactive=True, value=restore_value) if restore_value
                         else gr.update(interactive=True))
             after = AfterTurn(composer=composer, stop=gr.update(interactive=False), tool_row=waiting,
                               tool_answer=gr.update(value=""), reply_stats=stats, raw_output=raw, parsed_output=parsed,
-                              probabilities=probabilities)
+                              probabilities=probabilities, **branch)
         return after_turn_outputs(after, layers, session)
 
 
-def _in_the_chat(steps: Iterator[Step], shown: Conversation) -> Iterator[TurnOutputs]:
+def _in_the_chat(steps: Iterator[Step], shown: Conversation, session: UserSession) -> Iterator[TurnOutputs]:
     """The turn's steps as the chat's outputs: the streaming turn below the history `shown`
-    (StreamingRender), a turn at rest all in the history (`settled`). Closing this closes the
-    turn, which stops it."""
-    streaming = StreamingRender(shown)
+    (StreamingRender), a turn at rest all in the history (`settled`), each message with other
+    versions marked. Closing this closes the turn, which stops it."""
+    streaming = StreamingRender(shown, session.branches_of(shown).versions())
     with closing(steps):
         for step in steps:
             if step.kind == "skip":
@@ -307,7 +332,9 @@ def _in_the_chat(steps: Iterator[Step], shown: Conversation) -> Iterator[TurnOut
             elif step.kind == "streaming":
                 yield TurnOutputs(*streaming(step.conversation, step.live), step.conversation, None)
             else:
-                yield TurnOutputs(*settled(step.conversation, notice=step.notice), step.conversation, step.restore)
+                versions = session.branches.versions() if session.branches.holds(step.conversation) else ()
+                yield TurnOutputs(*settled(step.conversation, notice=step.notice, versions=versions),
+                                  step.conversation, step.restore)
 
 
 def _ending(snapshot: Snapshot | None, conversation: Conversation,
@@ -322,7 +349,7 @@ def _ending(snapshot: Snapshot | None, conversation: Conversation,
         return Step(snapshot.conversation, kind="settled")
     if on_fail is not None:  # nothing was produced: the message goes back to the composer
         before, draft = on_fail
-        return Step(before, kind="settled", notice=snapshot.error, restore=draft.as_value())
+        return Step(before, kind="settled", notice=snapshot.error, restore=draft.as_value() if draft else None)
     return Step(conversation, kind="settled", notice=snapshot.error)
 
 
@@ -337,9 +364,21 @@ def _lost(conversation: Conversation) -> TurnOutputs:
 
 def last_user_text_position(conversation: Conversation) -> int | None:
     """Where the last user message's text bubble sits in the rendered chat; None when that
-    message is media only (an earlier message's text is not the last message)."""
+    message is media only."""
     index = conversation.last_user_index
     if index is None or not conversation.turns[index].text:
         return None
-    before = render(Conversation(conversation.turns[:index]))
-    return len(before) + len(conversation.turns[index].media)
+    return _text_position(conversation, index)
+
+
+def user_text_turn(conversation: Conversation, message: int) -> int | None:
+    """The user turn whose text bubble is rendered chat message `message`; None when that
+    message is not the text of a message the user sent."""
+    index = turn_of_message(conversation, message)
+    if index is None or not isinstance(conversation.turns[index], UserTurn) or not conversation.turns[index].text:
+        return None
+    return index if _text_position(conversation, index) == message else None
+
+
+def _text_position(conversation: Conversation, index: int) -> int:
+    return len(render(Conversation(conversation.turns[:index]))) + len(conversation.turns[index].media)
