@@ -22,7 +22,7 @@ from tests.conftest import chat_messages
 # One value per chat option, in the order /chat takes them (core.options.USER_OPTIONS). The
 # repetition guard is off: every side generates the same number of tokens, loops included.
 CHAT_DEFAULTS = dict(system_prompt="", thinking=False, max_new_tokens=64, temperature=0.0, top_p=0.95, top_k=64,
-                     image_budget=280, enabled_tools=[], max_tool_rounds=5, repetition_guard=0)
+                     image_budget=280, enabled_tools=[], max_tool_rounds=5, repetition_guard=0, seed=-1)
 
 
 @dataclass

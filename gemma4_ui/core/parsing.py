@@ -61,6 +61,7 @@ GEMMA4_RESPONSE_TEMPLATE: dict[str, Any] = {
 
 _REASONING, _CALLS, _CONTENT = "reasoning_content", "tool_calls", "content"
 _INCOMPLETE_NAMES = {_REASONING: "thought", _CALLS: "tool call"}
+WORD_JOINER = "\u2060"  # invisible; stands between text that would otherwise join into a marker
 
 
 def response_template_for(tokenizer) -> dict:
@@ -99,6 +100,7 @@ class ReplyParser:
         self._calls: list[ToolCall] = []
         self._text: dict[str, list[str]] = {_REASONING: [], _CONTENT: []}
         self._held: dict[str, str] = {_REASONING: "", _CONTENT: ""}  # a marker cut by a chunk edge
+        self._tail: dict[str, str] = {_REASONING: "", _CONTENT: ""}  # the end of what each field holds
         self._pending: list = self._translate(self._parser.initial_events)
 
     def feed(self, text: str) -> list:
@@ -157,11 +159,33 @@ class ReplyParser:
         return self._emit(field, text)
 
     def _emit(self, field: str, text: str) -> list:
-        text = self._strip_re.sub("", text) if self._strip_re else text
+        text = self._without_markers(field, text)
         if not text:
             return []
         self._text[field].append(text)
+        self._tail[field] = (self._tail[field] + text)[-self._longest:]
         return [ThinkingDelta(text) if field == _REASONING else TextDelta(text)]
+
+    def _without_markers(self, field: str, text: str) -> str:
+        """`text` with its markers dropped, to follow what the field already holds. Where the
+        two sides of a dropped marker ("<ima" before a stray "<tool_response|>ge|>"), or the
+        field's text and `text` (the same words on both sides of a thought), would join into
+        a marker, a word joiner stands between them: the text shown, and sent back in the
+        next prompt, never holds a control token."""
+        if self._strip_re is None:
+            return text
+        kept, last = [], 0
+        before = self._tail[field]
+        for marker in self._strip_re.finditer(text):
+            kept.append(text[last:marker.start()])
+            tail = (before + "".join(kept))[-self._longest:]
+            kept.append(WORD_JOINER if self._marker_start(tail) < len(tail) else "")
+            last = marker.end()
+        kept.append(text[last:])
+        text = "".join(kept)
+        if before and self._strip_re.search(before + text[:self._longest]):
+            text = WORD_JOINER + text
+        return text
 
     def _marker_start(self, text: str) -> int:
         """Where a trailing, not yet complete control token starts in `text` (else its end).
