@@ -170,13 +170,13 @@ def profile_every_thread(out: Path) -> None:
     lock = threading.Lock()
 
     def start_in_this_thread(*_args):  # a new thread's first call: its own profiler replaces this hook
-        profile = cProfile.Profile()
+        profile = cProfile.Profile(time.thread_time)  # CPU time: waits for the GIL or a socket are not work
         with lock:
             profiles.append(profile)
         profile.enable()
 
     threading.setprofile(start_in_this_thread)  # every thread started from now on (call before launch)
-    main_profile = cProfile.Profile()
+    main_profile = cProfile.Profile(time.thread_time)
     main_profile.enable()
     profiles.append(main_profile)
 
