@@ -9,9 +9,6 @@ import gradio as gr
 # Gradio's queue looks for work every millisecond by default, which takes CPU time from
 # generation; every 10 ms delays the start of a queued event by at most that.
 QUEUE_POLL_SECONDS = 0.01
-# ...and looks for progress to send (gr.Progress) every 10 ms, all the time, busy or idle. The
-# app reports no progress that way: its turns stream their own updates.
-PROGRESS_POLL_SECONDS = 0.5
 
 
 def has_queue_attribute(name: str) -> bool:
@@ -23,14 +20,11 @@ def has_queue_attribute(name: str) -> bool:
 
 
 def poll_queue_slower(demo: gr.Blocks) -> None:
-    """Gradio's queue polls every QUEUE_POLL_SECONDS instead of every millisecond, and for
-    progress every PROGRESS_POLL_SECONDS instead of every 10 ms (the private `sleep_when_free`
-    and `progress_update_sleep_when_free`; without them the defaults stay)."""
+    """Gradio's queue polls every QUEUE_POLL_SECONDS instead of every millisecond (the private
+    `sleep_when_free`; without it the default stays)."""
     queue = getattr(demo, "_queue", None)
     if hasattr(queue, "sleep_when_free"):
         queue.sleep_when_free = QUEUE_POLL_SECONDS
-    if hasattr(queue, "progress_update_sleep_when_free"):
-        queue.progress_update_sleep_when_free = PROGRESS_POLL_SECONDS
 
 
 def enqueue_time() -> float | None:
