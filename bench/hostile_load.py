@@ -427,7 +427,7 @@ def hostile_load(ctx: Context) -> Section:
     calm, hostile = phases["calm"], phases["hostile"]
     limits = MediaLimits()
     memory_bound = visitors * limits.max_conversation_media_mb
-    disk_bound = files.total_bytes() / MB + visitors * 16
+    disk_bound = round(files.total_bytes() / MB + visitors * 16, 1)
     attempts = [h for phase in hostile for h in phase.hostile]
     unexpected = [(name, why) for name, _, ok, why in attempts if not ok]
     by_attack: dict[str, list[float]] = {}
@@ -460,6 +460,7 @@ def hostile_load(ctx: Context) -> Section:
                               "per visitor (its export folder and Gradio's copy), however many requests"),
         Figure("hostile requests answered otherwise than the limits say", [len(unexpected)], target=Target("≤", 0),
                digits=0, note=f"of {len(attempts)}: " + "; ".join(f"{n}: {w}" for n, w in unexpected[:3])[:400]),
-        Figure(f"hostile request time, slowest kind ({slowest[0]})", slowest[1], "s", digits=2),
+        Figure(f"hostile request time, slowest kind ({slowest[0]})", slowest[1], "s", digits=2,
+               note="from the request to its answer, waiting in the queue included"),
     ]
     return Section("hostile load", figures)
