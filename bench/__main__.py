@@ -18,7 +18,17 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
-from . import browser, inspector_refresh, long_chat, media_prep, memory, streaming, token_probabilities  # noqa: E402
+from . import (  # noqa: E402
+    browser,
+    hostile_load,
+    inspector_refresh,
+    long_chat,
+    media_prep,
+    memory,
+    relay,
+    streaming,
+    token_probabilities,
+)
 from .context import Context  # noqa: E402
 from .harness import Section, table  # noqa: E402
 
@@ -31,6 +41,8 @@ BENCHMARKS = {
     "browser": browser.browser_streaming,
     "probabilities": token_probabilities.token_probability_cost,
     "long-chat": long_chat.long_chat_streaming,
+    "relay": relay.relay_cpu,
+    "hostile-load": hostile_load.hostile_load,
 }
 
 

@@ -39,6 +39,12 @@ UPDATES_PER_SECOND = "BENCH_UPDATES_PER_SECOND"  # the streamed updates' rate li
 # The chat as the app streamed it before: the whole chat re-sent into one Chatbot on every
 # update (paced to 4% of the time), and every token of layer 3 coloured.
 ONE_CHATBOT = "BENCH_ONE_CHATBOT"
+# An OpenAI-compatible server's URL: the app relays its model (`--backend openai`) instead of
+# running the bundled one (bench/openai_backend.py stands in for vLLM).
+REMOTE_URL = "BENCH_REMOTE_URL"
+# A file: the server's own Python work is profiled (every thread, cProfile) and the stats
+# written there when it is terminated, to see where its CPU time goes.
+PROFILE = "BENCH_PROFILE"
 # One intra-op thread for the tiny model, in every process that runs it. With two threads on
 # this 2-core machine, OpenMP spins against any other job and the model itself becomes 3-5x
 # slower and erratic (measured: 18-38 tok/s with 2 threads, 94-138 with 1, side by side).
@@ -114,9 +120,18 @@ def serve(port: int, stats_file: Path) -> None:
     from gemma4_ui.web.handlers import turns as turn_handlers
     from gemma4_ui.web.handlers.shared import SharedChatHandlers
 
-    # The app's settings as `python app.py --model tiny` takes them (GEMMA4_* variables too).
-    settings = parse_settings(["--model", "tiny", "--max-new-tokens-cap", "8192"])
-    local = tiny_engine(separate_process=settings.generation_process)
+    if os.environ.get(REMOTE_URL):  # as `python app.py --backend openai --base-url URL` takes them
+        from gemma4_ui.config import BUNDLED_MODEL
+        from gemma4_ui.engines.base import build_engine
+
+        # The backend serves a model named as the bundled one's folder: the app reads its
+        # processor there, as it reads a served model's own where it can.
+        settings = parse_settings(["--backend", "openai", "--base-url", os.environ[REMOTE_URL], "--model",
+                                   str(BUNDLED_MODEL), "--max-new-tokens-cap", "8192"])
+        local = build_engine(settings).load()
+    else:  # the app's settings as `python app.py --model tiny` takes them (GEMMA4_* variables too)
+        settings = parse_settings(["--model", "tiny", "--max-new-tokens-cap", "8192"])
+        local = tiny_engine(separate_process=settings.generation_process)
     if os.environ.get(CHAT_RENDERING):  # the Chatbot as another version of the app sets it up
         layout.CHAT_RENDERING = json.loads(os.environ[CHAT_RENDERING])
     if os.environ.get(UPDATES_PER_SECOND):  # read by the pacer at each update
@@ -134,12 +149,49 @@ def serve(port: int, stats_file: Path) -> None:
         expanded_view.MAX_COLOURED = 10**9
     engine = recording_engine(local, stats_file)
     demo = enable_queue(build_ui(SharedChatHandlers(engine, settings)), settings.gpu_concurrency)
+    if os.environ.get(PROFILE):  # before launch, which starts the server's threads
+        profile_every_thread(Path(os.environ[PROFILE]))
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **page_options(),
                 max_file_size=int(settings.limits.max_file_mb * 1024 * 1024))
     signal.signal(signal.SIGUSR1, release_free_memory)
     print(READY, flush=True)
     while True:  # serve until terminated; signal handlers run here, in the main thread
         signal.pause()
+
+
+def profile_every_thread(out: Path) -> None:
+    """Profile the server's Python work in every thread (the event loop's and the workers'),
+    from now until it is terminated; the stats of all threads, merged, go to `out`."""
+    import cProfile
+    import pstats
+    import threading
+
+    profiles: list[cProfile.Profile] = []
+    lock = threading.Lock()
+
+    def start_in_this_thread(*_args):  # a new thread's first call: its own profiler replaces this hook
+        profile = cProfile.Profile(time.thread_time)  # CPU time: waits for the GIL or a socket are not work
+        with lock:
+            profiles.append(profile)
+        profile.enable()
+
+    threading.setprofile(start_in_this_thread)  # every thread started from now on (call before launch)
+    main_profile = cProfile.Profile(time.thread_time)
+    main_profile.enable()
+    profiles.append(main_profile)
+
+    def write(*_signal) -> None:
+        with lock:
+            stats = pstats.Stats()
+            for profile in profiles:
+                profile.disable()
+                profile.create_stats()
+                if profile.stats:  # a thread that made no call has none
+                    stats.add(profile)
+        stats.dump_stats(str(out))
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, write)
 
 
 class AppProcess:

@@ -39,3 +39,11 @@ def test_gpu_bench_smoke_on_the_cpu():
     assert {"engine ÷ bare tokens/s, text", "TTFT added by the engine, 1080p photo"} <= set(rows)
     assert {"engine ÷ bare tokens/s, text, MTP drafter", "TTFT added by the engine, text, MTP drafter"} <= set(rows)
     assert set(rows.values()) <= {"PASS", "FAIL", "info"}, rows
+
+
+def test_hostile_load_and_relay_smoke():
+    rows = table_rows(run_module("bench", "--quick", "--runs", "1", "--only", "hostile-load", "relay", timeout=420))
+    assert {"honest p95 TTFT, hostile ÷ calm", "hostile requests answered otherwise than the limits say",
+            "temp-disk growth, hostile", "relay CPU per token, 1 stream"} <= set(rows)
+    assert rows["hostile requests answered otherwise than the limits say"] == "PASS", rows
+    assert set(rows.values()) <= {"PASS", "FAIL", "info"}, rows

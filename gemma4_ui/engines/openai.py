@@ -208,6 +208,33 @@ def request_body(request: GenerationRequest, model: str, messages: list[dict], r
 
 # -- replies: stream chunks → events ---------------------------------------------------------------
 
+class ChunkFields:
+    """A streamed chunk's JSON object, read as the openai library's models are read
+    (`chunk.choices[0].delta.content`; a field the server left out reads None; extra fields
+    by name in `model_extra`), without building those models: the library's construction of a
+    model for every chunk cost the server more than all its other work per relayed token."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: dict):
+        self._data = data
+
+    def __getattr__(self, name: str):
+        return _fields(self._data.get(name))
+
+    @property
+    def model_extra(self) -> dict:
+        return self._data
+
+
+def _fields(value):
+    if isinstance(value, dict):
+        return ChunkFields(value)
+    if isinstance(value, list):
+        return [_fields(item) for item in value]
+    return value
+
+
 @dataclass
 class _PendingCall:
     id: str = ""
@@ -575,7 +602,7 @@ class OpenAIEngine(Engine):
         reply = ReplyAssembler(ReplyParser(self._parse_tokenizer, ""), started,
                                guard=RepetitionGuard(request.repetition_guard))
         try:
-            response = self.client.chat.completions.create(**request_body(request, self.model, messages, self.refused))
+            response = self._stream_chunks(request_body(request, self.model, messages, self.refused))
         except openai.APIError as err:
             yield EngineError(self._say(explain_error(err, self.shown_url, self.model, self.timeout)))
             return
@@ -583,7 +610,7 @@ class OpenAIEngine(Engine):
             for chunk in response:
                 if cancel.is_set():
                     break
-                yield from reply.feed(chunk)
+                yield from reply.feed(_fields(chunk))
                 if reply.repeating:
                     break
         except openai.APIError as err:
@@ -600,6 +627,14 @@ class OpenAIEngine(Engine):
         events, done = reply.finish(cancelled=cancel.is_set())
         yield from events
         yield done
+
+    def _stream_chunks(self, body: dict) -> openai.Stream:
+        """`client.chat.completions.create(**body)`, the same request with the same errors, its
+        chunks as the JSON objects the server sent (see ChunkFields)."""
+        body = dict(body)
+        body.update(body.pop("extra_body", None) or {})
+        return self.client.post("/chat/completions", body=body, cast_to=object, stream=True,
+                                stream_cls=openai.Stream[object])
 
     def _say(self, message: str) -> str:
         """A message for visitors, with no secret of the address or the key in it."""

@@ -14,9 +14,9 @@ from gemma4_ui.inspector import probabilities_view
 from gemma4_ui.inspector.expanded_view import CSS as EXPANDED_VIEW_CSS
 from gemma4_ui.inspector.layers import MESSAGES_CSS, TEMPLATE_CSS
 from gemma4_ui.inspector.soft_token_map import CSS as SOFT_TOKEN_MAP_CSS
-from gemma4_ui.web.gradio_compat import build_files
+from gemma4_ui.web.gradio_compat import build_files, updates
 from gemma4_ui.web.gradio_compat.page import page_fixes_js
-from gemma4_ui.web.gradio_compat.queue import poll_queue_slower
+from gemma4_ui.web.gradio_compat.queue import poll_queue_slower, wake_queue_on_work
 from gemma4_ui.web.handlers.shared import SharedChatHandlers
 from gemma4_ui.web.layout import LAYERS_CSS, build_layout
 from gemma4_ui.web.tail_patched_html import CSS as TAIL_PATCHED_CSS
@@ -60,6 +60,7 @@ def enable_queue(demo: gr.Blocks, concurrency: int) -> gr.Blocks:
     (gradio_compat/queue.py)."""
     demo.queue(default_concurrency_limit=concurrency)
     poll_queue_slower(demo)
+    wake_queue_on_work(demo)
     return demo
 
 
@@ -68,4 +69,8 @@ def build_ui(handlers: SharedChatHandlers) -> gr.Blocks:
     with gr.Blocks(title="Gemma 4 UI", fill_height=False, delete_cache=(3600, 7200)) as demo:
         layout = build_layout(handlers)
         wire(demo, handlers, layout)
+    # Every streamed update leaves the history as it is and sets two States: Gradio's work on
+    # those changed nothing the page or the session sees (gradio_compat/updates.py).
+    updates.send_skips_as_they_are(demo)
+    updates.keep_state_configs()
     return demo

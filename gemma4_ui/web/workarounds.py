@@ -18,7 +18,7 @@ from importlib.metadata import version
 
 from gemma4_ui.engines import backports
 from gemma4_ui.inspector import layers
-from gemma4_ui.web.gradio_compat import build_files, queue
+from gemma4_ui.web.gradio_compat import build_files, queue, updates
 
 log = logging.getLogger(__name__)
 
@@ -63,9 +63,18 @@ WORKAROUNDS = (
     Workaround("the queue polls every 10 ms, not every millisecond (private sleep_when_free)", "gradio", "6.31.0",
                "a public setting of the queue's poll interval",
                "web/gradio_compat/queue.py", lambda: queue.has_queue_attribute("sleep_when_free")),
+    Workaround("the queue starts events when one is queued or ends, not by looking every 10 ms (its "
+               "private start_processing, copied)", "gradio", "6.31.0", "a Gradio whose queue waits for work",
+               "web/gradio_compat/queue.py", queue.start_processing_is_known),
     Workaround("a turn counts from when it was queued (private event_ids_to_events)", "gradio", "6.31.0",
                "a public accessor of the current event's enqueue time",
                "web/gradio_compat/queue.py", lambda: queue.has_queue_attribute("event_ids_to_events")),
+    Workaround("an output left as it is (gr.skip()) is sent without rebuilding its component", "gradio", "6.31.0",
+               "a Gradio whose postprocessing passes a property-less update through",
+               "web/gradio_compat/updates.py", updates.skip_rebuilds_unchanged_outputs),
+    Workaround("a State's new value keeps the State's config (private SessionState.__setitem__)", "gradio", "6.31.0",
+               "a Gradio that does not recompute a State's config for each value",
+               "web/gradio_compat/updates.py", updates.state_set_recomputes_config),
     Workaround("the page's CSS styles some of Gradio's own class names (the Chatbot's rows and wrappers)",
                "gradio", "6.31.0", "none: the browser layout tests check each Gradio update",
                "web/app.py (CSS)", _always),

@@ -92,6 +92,9 @@ class LocalEngine(Engine):
         self._stop_ids = stop_ids
         # <|tool_response>: the model hands over to a tool.
         self._tool_stop = getattr(processor.tokenizer, "str_token_id", None)
+        # No token stands for more characters than its own text holds, so a prompt of this
+        # many characters per token of the context cannot fit, whatever its tokens.
+        self._longest_token = max(map(len, processor.tokenizer.get_vocab()), default=0)
         log.info("ready: %s", self.status.describe())
         return self
 
@@ -134,10 +137,27 @@ class LocalEngine(Engine):
                               bool(self.status.assistant),
                               available, self.context_length or prompt_tokens + new_tokens)
 
+    def _surely_too_long(self, prompt: str, new_tokens: int) -> str | None:
+        """Why a prompt cannot fit the context, known from its length alone, or None (then the
+        exact count decides). Every token is at most `_longest_token` characters of the prompt's
+        text, and media only add tokens."""
+        longest = getattr(self, "_longest_token", 0)
+        if not self.context_length or not longest:
+            return None
+        at_least = -(-len(prompt) // longest)
+        if at_least + new_tokens <= self.context_length:
+            return None
+        return (f"The prompt is at least {at_least} tokens ({len(prompt)} characters); with {new_tokens} new tokens it "
+                f"would exceed the model's context of {self.context_length}. Shorten the message, remove media or "
+                "start a new conversation.")
+
     def stream(self, request: GenerationRequest, cancel: threading.Event) -> Iterator:
         started = time.perf_counter()
         # 1. Layers 2 and 3, on the CPU.
         prompt = template_text(self.processor, request.spec)
+        if (refused := self._surely_too_long(prompt, request.max_new_tokens)) is not None:
+            yield EngineError(refused)  # before tokenizing it: megabytes of text take seconds
+            return
         inputs = model_inputs(self.processor, request.spec)
         prompt_tokens = int(inputs["input_ids"].shape[-1])
         if self.context_length and prompt_tokens + request.max_new_tokens > self.context_length:
