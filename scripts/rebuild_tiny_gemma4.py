@@ -2,7 +2,7 @@
 
     python scripts/rebuild_tiny_gemma4.py                 # all stages on the CPU (see checkpoints/README.md)
     python scripts/rebuild_tiny_gemma4.py --device cuda   # the same on a GPU
-    python scripts/rebuild_tiny_gemma4.py --from-stage 15 # from a carried checkpoint of stage 14
+    python scripts/rebuild_tiny_gemma4.py --from-stage 14 # from a carried checkpoint of stage 13
     python scripts/rebuild_tiny_gemma4.py --dry-run       # print the commands only
 
 Each stage is `train_tiny_gemma4.py` with its own seed, mix and schedule, starting from the
@@ -56,9 +56,6 @@ STAGES: list[str] = [
     "--seed 13 --mix weather=1300 --mix calculator=1300 --mix convert_units=900 --mix current_time=700 "
     "--mix 'tool missing=700' --mix chat=700 --mix task=400 --mix media=400 --mix 'client tool=200' "
     "--mix repeat=150 --mix 'long story=100' --mix 'weather follow-up=100' --learning-rate 6e-4",
-    "--seed 14 --mix weather=700 --mix calculator=650 --mix convert_units=500 --mix current_time=380 "
-    "--mix 'tool missing=250' --mix chat=380 --mix task=250 --mix media=300 --mix 'client tool=100' "
-    "--mix repeat=60 --mix 'long story=50' --mix 'weather follow-up=50' --learning-rate 5e-4 --steps 200",
 ]
 
 
