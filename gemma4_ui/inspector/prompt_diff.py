@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import html
+import re
 from dataclasses import dataclass
 
 from gemma4_ui.core.prompt import PromptSpec, model_inputs, template_text
@@ -41,10 +42,19 @@ def counts_by_modality(counts: TokenCounts) -> dict[str, int]:
             "audio": counts.audio_tokens, "video": counts.video_tokens, "total": counts.total}
 
 
+# The template's own units: its lines, and within a line each control token and what follows
+# it. A template holds whole turns on one line (the system turn with every tool declared), so
+# a diff by lines alone would show all of it for one `<|think|>` more.
+_PIECE_EDGES = re.compile(r"(?<=\n)|(?=<\|)")
+
+
+def _pieces(template: str) -> list[str]:
+    return [piece.removesuffix("\n") for piece in _PIECE_EDGES.split(template) if piece]
+
+
 def template_diff(a: str, b: str) -> str:
-    """A unified diff of the two templates (empty when they are the same)."""
-    return "".join(difflib.unified_diff(a.splitlines(keepends=True), b.splitlines(keepends=True),
-                                        fromfile="A", tofile="B", n=2))
+    """A unified diff of the two templates, piece by piece (empty when they are the same)."""
+    return "\n".join(difflib.unified_diff(_pieces(a), _pieces(b), fromfile="A", tofile="B", n=2, lineterm=""))
 
 
 def difference(a: PromptSide, b: PromptSide) -> dict:

@@ -32,8 +32,12 @@ def skip_rebuilds_unchanged_outputs() -> bool:
 
 
 def state_set_recomputes_config() -> bool:
+    """Whether Gradio's SessionState.__setitem__ recomputes a State's config (what the second
+    fix avoids); true too once the fix has replaced it in this process."""
     from gradio.state_holder import SessionState
 
+    if getattr(SessionState.__setitem__, "_keeps_state_configs", False):
+        return True
     names = SessionState.__setitem__.__code__.co_names
     return "config_for_block" in names and "_state_ttl" in names and "state_data" in names
 
@@ -72,7 +76,7 @@ def keep_state_configs() -> None:
     from gradio.state_holder import SessionState
 
     if getattr(SessionState.__setitem__, "_keeps_state_configs", False) or not state_set_recomputes_config():
-        return
+        return  # replaced already, or not the code this was written for
     setitem = SessionState.__setitem__
 
     def __setitem__(self, key, value):
