@@ -19,12 +19,14 @@ except ImportError:
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from gemma4_ui.config import parse_settings
+    from gemma4_ui.config import parse_settings, second_model_settings
     from gemma4_ui.engines.base import ModelLoadError, build_engine
 
     settings = parse_settings(argv)
+    second_settings = second_model_settings(settings)
     try:
         engine = build_engine(settings).load()
+        second = build_engine(second_settings).load() if second_settings else None
     except ModelLoadError as err:
         logging.error("%s", err)
         return 1
@@ -35,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     log_workarounds()
     from gemma4_ui.web.handlers.shared import SharedChatHandlers
 
-    demo = enable_queue(build_ui(SharedChatHandlers(engine, settings)), settings.gpu_concurrency)
+    demo = enable_queue(build_ui(SharedChatHandlers(engine, settings, second=second)), settings.gpu_concurrency)
     # Quiet: Gradio's own banner tells to "set `share=True` in `launch()`"; this app's way is --share.
     demo.launch(
         server_name=settings.host,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,6 +80,9 @@ class Settings:
     backend: str = "local"  # a name in BACKENDS
     base_url: str | None = None
     api_key: str | None = None
+    # A second model Compare's side B can answer with: a Hub id, a local path, "tiny", or the
+    # URL of an OpenAI-compatible server.
+    compare_model: str | None = None
     device: str = "auto"
     dtype: str = "auto"
     assistant: str = ASSISTANT_AUTO  # an MTP drafter: Hub id, local path, "auto" or "none"
@@ -127,6 +130,9 @@ _OPTIONS = [
      "CUDA and the drafter is cached or reachable; never on the CPU)"),
     ("--base-url", "GEMMA4_BASE_URL", "base_url", str, "OpenAI-compatible server URL, e.g. http://127.0.0.1:8000/v1"),
     ("--api-key", "GEMMA4_API_KEY", "api_key", str, "API key for the server (also read from OPENAI_API_KEY)"),
+    ("--compare-model", "GEMMA4_COMPARE_MODEL", "compare_model", str,
+     "a second model that Compare's side B can answer with: a Hub id, a local path, 'tiny', or the URL of an "
+     "OpenAI-compatible server (http://host:port/v1, the server's own model, with --api-key)"),
     ("--device", "GEMMA4_DEVICE", "device", str, "auto (CUDA with bfloat16 when present), cpu or cuda"),
     ("--dtype", "GEMMA4_DTYPE", "dtype", str, "auto, bfloat16, float16 or float32"),
     ("--host", "GEMMA4_HOST", "host", str, "address to listen on (0.0.0.0 to serve a network)"),
@@ -232,3 +238,15 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
     if _env("SPACES_ZERO_GPU"):  # `spaces` runs each generation in a forked process already
         settings.generation_process = False
     return settings
+
+
+def second_model_settings(settings: Settings) -> Settings | None:
+    """The settings of --compare-model's engine (None without one): the same generation
+    settings, on a local checkpoint or an OpenAI-compatible server (a URL)."""
+    spec = (settings.compare_model or "").strip()
+    if not spec:
+        return None
+    if spec.startswith(("http://", "https://")):
+        return replace(settings, backend="openai", base_url=spec, model=None, assistant=ASSISTANT_AUTO,
+                       compare_model=None)
+    return replace(settings, backend="local", model=spec, base_url=None, assistant=ASSISTANT_AUTO, compare_model=None)

@@ -118,13 +118,13 @@ class AppServer:
         return Client(self.url, verbose=False)
 
 
-def start_app(engine, **overrides) -> AppServer:
+def start_app(engine, second=None, **overrides) -> AppServer:
     from gemma4_ui.config import Settings
     from gemma4_ui.web.app import build_ui, enable_queue, page_options
     from gemma4_ui.web.handlers.shared import SharedChatHandlers
 
     settings = Settings(model="tiny", **overrides)
-    session = SharedChatHandlers(engine, settings)
+    session = SharedChatHandlers(engine, settings, second=second)
     demo = enable_queue(build_ui(session), settings.gpu_concurrency)
     port = free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **page_options(),

@@ -89,6 +89,57 @@ def test_compare_thinking_and_image_budgets_then_keep_one(tiny_server, page, siz
     screenshot(page, f"compare-budget-{size}")
 
 
+@pytest.fixture(scope="module")
+def two_models(tiny_engine, tmp_path_factory):
+    """The bundled model, and a tiny random Gemma 4 Unified as the second model (--compare-model)."""
+    from scripts.build_tiny_checkpoints import build_unified
+
+    from gemma4_ui.engines.local.engine import LocalEngine
+
+    unified = LocalEngine(str(build_unified(tmp_path_factory.mktemp("second") / "unified")), device="cpu").load()
+    server = start_app(tiny_engine, second=unified, max_new_tokens=6, temperature=0.0)
+    yield server
+    server.demo.close()
+
+
+def send(page, text: str, count: int) -> None:
+    page.fill("#composer textarea", text)
+    page.keyboard.press("Enter")
+    page.wait_for_function(f"() => document.querySelectorAll('#chat-history [data-testid=user]').length === {count}",
+                           timeout=60_000)
+    page.wait_for_function("() => document.querySelector('#stop').disabled", timeout=60_000)
+
+
+def test_an_earlier_message_answered_by_the_second_model(two_models, page):
+    page.set_viewport_size({"width": 1366, "height": 900})
+    open_app(page, two_models.url)
+    assert "+1 to compare" in page.inner_text("#model-status")
+    send(page, "Hello", 1)
+    send(page, "Goodbye", 2)
+    page.fill("#composer textarea", "a draft I keep")
+    page.click("#compare-view > button")
+    pick(page, "compare-message", "Your message 1: Hello")
+    pick(page, "compare-model", "unified")
+    compare(page)
+    assert "model unified" in page.inner_text("#compare-b-heading")
+    assert "tiny-gemma4" in page.inner_text("#compare-a-heading"), "A names its model when two run"
+    page.wait_for_function("() => document.querySelector('#chat-history').innerText.includes('‹ 2/3 ›')",
+                           timeout=30_000)
+    assert page.locator("#chat-history [data-testid=user]").count() == 1, "the chat goes on from the earlier message"
+    assert page.input_value("#composer textarea") == "a draft I keep", "the draft was not the message answered"
+    assert no_horizontal_scroll(page)
+    screenshot(page, "compare-earlier-message-second-model")
+
+
+def test_a_script_compares_an_earlier_message_with_the_second_model(two_models):
+    client = two_models.client()
+    for text in ("Hello", "Goodbye"):
+        client.predict({"text": text, "files": []}, api_name="/chat")
+    data = client.predict(None, b_model="unified", b_no_system_prompt=True, answer_message=2, api_name="/compare")
+    assert data["models"]["b"] == "unified" and data["message_index"] == 3 and data["versions"] == {"a": 1, "b": 2}
+    assert data["differs"] == ["model unified"], "no system prompt was set, so dropping it changes nothing"
+
+
 def test_b_says_it_waits_and_stop_stops_both(processor, page):
     server = start_app(ReplayEngine(processor, lambda prompt: "Once upon a time " * 200 + "<turn|>",
                                     seconds_per_chunk=0.03))

@@ -59,10 +59,11 @@ def handlers(tiny_engine):
     return SharedChatHandlers(tiny_engine, Settings(model="tiny"))
 
 
-def run(handlers, user, conversation, message, **b):
+def run(handlers, user, conversation, message, options=OPTIONS, **b):
     side_b = {"b_thinking": "same", "b_image_budget": "same", "b_temperature": None, "b_system_prompt": "",
-              "b_tools": "same", "b_seed": "same", **b}
-    *_, final = handlers.compare.compare_data(message, *side_b.values(), conversation, user, OPTIONS)
+              "b_tools": "same", "b_seed": "same", "b_model": "same", "b_no_system_prompt": False,
+              "answer_message": "last", **b}
+    *_, final = handlers.compare.compare_data(message, *side_b.values(), conversation, user, options)
     return final
 
 
@@ -111,6 +112,70 @@ def test_the_same_seed_samples_the_same_reply_and_compare_can_change_it(handlers
     *_, first = handlers.turns.respond({"text": "Hello", "files": []}, Conversation(), user, sampled)
     *_, retried = handlers.turns.retry(first.conversation, user, sampled)
     assert retried.conversation.turns[1].raw == first.conversation.turns[1].raw
-    *_, (data, _) = handlers.compare.compare_data(None, "same", "same", "same", "", "same", "6",
-                                                  retried.conversation, user, sampled)
+    data, _ = run(handlers, user, retried.conversation, None, sampled, b_seed="6")
     assert data["differs"] == ["seed 6"] and data["a"]["text"] == first.conversation.turns[1].content
+
+
+def test_an_earlier_message_answered_again_keeps_what_followed_as_a_branch(handlers):
+    user = handlers.new_session()
+    *_, first = handlers.turns.respond({"text": "Hello", "files": []}, Conversation(), user, OPTIONS)
+    *_, second = handlers.turns.respond({"text": "What is 2 + 2?", "files": []}, first.conversation, user, OPTIONS)
+    assert len(second.conversation.turns) == 4
+    data, conversation = run(handlers, user, second.conversation, None, b_thinking="on", answer_message=0)
+    assert data["message_index"] == 1 and data["versions"] == {"a": 1, "b": 2}
+    assert [turn.text for turn in conversation.turns[::2]] == ["Hello"], "the chat continues from A's answer"
+    assert user.branches.versions() == [(0, 1), (1, 3)]
+    earlier = user.branches.choose(1, 0)
+    assert [t.text for t in earlier.turns[::2]] == ["Hello", "What is 2 + 2?"], "what followed stays on its branch"
+
+
+def test_a_message_that_is_not_the_users_is_said_and_the_last_one_is_answered(handlers):
+    user = handlers.new_session()
+    *_, first = handlers.turns.respond({"text": "Hello", "files": []}, Conversation(), user, OPTIONS)
+    with pytest.warns(UserWarning, match="no message of yours at '1'"):
+        data, _ = run(handlers, user, first.conversation, None, b_temperature=0.7, answer_message="1")
+    assert data["message_index"] == 1 and data["a"]["done"]
+
+
+def test_b_without_the_system_prompt_and_with_one_tool(handlers):
+    user = handlers.new_session()
+    options = ChatOptions(max_new_tokens=4, temperature=0, system_prompt="Answer in French.",
+                          enabled_tools=["get_current_weather"])
+    data, _ = run(handlers, user, Conversation(), {"text": "Hi", "files": []}, options,
+                  b_no_system_prompt=True, b_tools=["calculator"])
+    assert data["differs"] == ["no system prompt", "tools: calculator"]
+    removed = "\n".join(line for line in data["prompt"]["template_diff"].splitlines() if line.startswith("-"))
+    added = "\n".join(line for line in data["prompt"]["template_diff"].splitlines() if line.startswith("+"))
+    assert "Answer in French." in removed and "get_current_weather" in removed and "calculator" in added
+    with pytest.warns(UserWarning, match="no tool named 'telepathy'"):
+        data, _ = run(handlers, user, Conversation(), {"text": "Hi", "files": []}, options,
+                      b_tools="calculator, telepathy")
+    assert data["differs"] == ["tools: calculator"]
+
+
+@pytest.fixture(scope="module")
+def unified(tmp_path_factory):
+    """A second model of another kind: a tiny random Gemma 4 Unified (its own processor)."""
+    from scripts.build_tiny_checkpoints import build_unified
+
+    from gemma4_ui.engines.local.engine import LocalEngine
+
+    return LocalEngine(str(build_unified(tmp_path_factory.mktemp("second") / "unified")), device="cpu").load()
+
+
+def test_b_answers_with_the_second_model_and_the_prompts_differ_by_its_processor(tiny_engine, unified):
+    handlers = SharedChatHandlers(tiny_engine, Settings(model="tiny"), second=unified)
+    assert handlers.shared.models() == [tiny_engine.status.name, "unified"]
+    user = handlers.new_session()
+    message = {"text": "What is this?", "files": [str(SHAPES)]}
+    data, conversation = run(handlers, user, Conversation(), message, b_model="unified")
+    assert data["models"] == {"a": tiny_engine.status.name, "b": "unified"} and data["differs"] == ["model unified"]
+    assert data["a"]["done"] and data["b"]["done"] and data["versions"] == {"a": 0, "b": 1}
+    counts = data["prompt"]["counts"]
+    assert counts["a"]["image"] > 0 and counts["b"]["image"] > 0
+    # B's reply came from the other model: it is a version beside A's, and the chat goes on with A.
+    kept = handlers.compare.keep("b", conversation, user)
+    assert kept.conversation.turns[1].content == data["b"]["text"] and user.branches.versions()[1] == (1, 2)
+    with pytest.warns(UserWarning, match="no model named 'gpt-5'"):
+        data, _ = run(handlers, handlers.new_session(), Conversation(), {"text": "Hi", "files": []}, b_model="gpt-5")
+    assert data["differs"] == [] and data["models"]["b"] == tiny_engine.status.name

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
 import pytest
 from conftest import ROOT
 
-from gemma4_ui.config import BUNDLED_MODEL, BUNDLED_TRAINED, parse_settings
+from gemma4_ui.config import BUNDLED_MODEL, BUNDLED_TRAINED, parse_settings, second_model_settings
 from gemma4_ui.engines.base import ModelLoadError
 from gemma4_ui.engines.loading import hub_reachable, pick_device, resolve_model
 
@@ -86,3 +87,22 @@ def test_app_exits_with_a_clear_message_when_the_model_cannot_load(tmp_path):
                             text=True, timeout=120)
     assert result.returncode == 1
     assert "Could not load" in result.stderr
+
+
+def test_the_second_model_is_a_checkpoint_or_a_server(monkeypatch):
+    assert second_model_settings(parse_settings(["--model", "tiny"])) is None
+    local = second_model_settings(parse_settings(["--model", "tiny", "--compare-model", "google/gemma-4-E4B-it",
+                                                  "--temperature", "0.5"]))
+    assert (local.backend, local.model, local.temperature, local.compare_model) == (
+        "local", "google/gemma-4-E4B-it", 0.5, None)
+    monkeypatch.setenv("GEMMA4_COMPARE_MODEL", "http://127.0.0.1:8000/v1")
+    remote = second_model_settings(parse_settings(["--model", "tiny", "--api-key", "k"]))
+    assert (remote.backend, remote.base_url, remote.model, remote.api_key) == ("openai", "http://127.0.0.1:8000/v1",
+                                                                                None, "k")
+
+
+def test_app_exits_with_a_clear_message_when_the_second_model_cannot_load(tmp_path):
+    result = subprocess.run([sys.executable, "app.py", "--model", "tiny", "--compare-model", str(tmp_path)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert result.returncode == 1
+    assert "Could not load" in result.stderr or "not a model folder" in result.stderr

@@ -55,10 +55,13 @@ LAYERS_CSS = """
 CHAT_RENDERING = dict(latex_delimiters=[])
 
 
-def _status_html(status) -> str:
-    """One line (the model, where it runs, how far to trust it); the whole status on a tap."""
-    return (f"<details><summary>{html.escape(status.headline())}</summary>"
-            f"<p>{html.escape(status.describe())}</p></details>")
+def _status_html(status, second=None) -> str:
+    """One line (the model, where it runs, how far to trust it); the whole status on a tap,
+    with the second model Compare can answer with."""
+    also = (f"<p>Compare's side B can also answer with {html.escape(second.describe())}</p>"
+            if second is not None else "")
+    return (f"<details><summary>{html.escape(status.headline())}{' (+1 to compare)' if second else ''}</summary>"
+            f"<p>{html.escape(status.describe())}</p>{also}</details>")
 
 
 # How long Gradio keeps a user's conversation and session after their last turn (or, for the
@@ -101,6 +104,7 @@ class ComparePanel:
     keep_b: gr.Button
     counts: gr.HTML
     diff: gr.HTML
+    message: gr.Dropdown  # which message both answer (handlers.compare.MESSAGE)
 
 
 @dataclass
@@ -204,24 +208,34 @@ def _branch_bar() -> BranchBar:
     return BranchBar(row=row, pick=pick, count=count, previous=previous, next=next_)
 
 
-def _compare_panel() -> ComparePanel:
+def _compare_panel(models: list[str], tool_names: list[str]) -> ComparePanel:
     """Side A is the chat's settings; B is the same but for what is changed here. The columns
     stand side by side where there is room for both, one above the other on a phone."""
     with gr.Accordion("⚖️ Compare two answers", open=False, elem_id="compare-view"):
-        gr.Markdown("Answer the message in the box (or, with the box empty, the last message sent) twice: "
-                    "**A** with the settings, **B** with what you change here.", elem_id="compare-help")
+        gr.Markdown("Answer a message twice: **A** with the settings, **B** with what you change here.",
+                    elem_id="compare-help")
+        message = gr.Dropdown([(compare.LAST_LABEL, compare.LAST)], value=compare.LAST, label="Answer",
+                              elem_id="compare-message")
         with gr.Row(elem_id="compare-side-b"):
+            model = gr.Dropdown([(f"same ({models[0]})", compare.SAME), *((name, name) for name in models[1:])],
+                                value=compare.SAME, label="B: model", elem_id="compare-model", min_width=160,
+                                visible=len(models) > 1)
             thinking = gr.Radio(list(compare.THINKING_CHOICES), value=compare.SAME, label="B: thinking",
                                 elem_id="compare-thinking", min_width=160)
             budget = gr.Dropdown(list(compare.BUDGET_CHOICES), value=compare.SAME, label="B: image budget",
                                  elem_id="compare-budget", min_width=160)
             temperature = gr.Dropdown(list(compare.TEMPERATURE_CHOICES), value=compare.SAME, label="B: temperature",
                                       allow_custom_value=True, elem_id="compare-temperature", min_width=160)
-            tools = gr.Radio(list(compare.TOOLS_CHOICES), value=compare.SAME, label="B: tools",
-                             elem_id="compare-tools", min_width=160)
+            tools = gr.Dropdown([*compare.TOOLS_CHOICES, *tool_names], value=[], multiselect=True,
+                                allow_custom_value=True, label="B: tools (empty: same as A)", elem_id="compare-tools",
+                                min_width=160)
             seed = gr.Dropdown([compare.SAME, "-1", "0", "1", "2"], value=compare.SAME, label="B: seed",
                                allow_custom_value=True, elem_id="compare-seed", min_width=160)
-        system_prompt = gr.Textbox("", label="B: system prompt (empty: same)", lines=1, elem_id="compare-system")
+        with gr.Row(elem_id="compare-system-row"):
+            system_prompt = gr.Textbox("", label="B: system prompt (empty: same as A)", lines=1, scale=3,
+                                       elem_id="compare-system")
+            no_system_prompt = gr.Checkbox(False, label="B: no system prompt", scale=1, min_width=160,
+                                           elem_id="compare-no-system")
         run = gr.Button("⚖️ Compare", variant="primary", size="sm", elem_id="compare-run")
     with gr.Column(visible=False, elem_id="compare-panel") as panel:
         with gr.Row(elem_id="compare-columns", equal_height=False):
@@ -237,9 +251,10 @@ def _compare_panel() -> ComparePanel:
         with gr.Accordion("What differed in the raw template (layer 2)", open=True, elem_id="compare-diff-view"):
             diff = gr.HTML(elem_id="compare-diff")
     (a_heading, a_chat, keep_a), (b_heading, b_chat, keep_b) = columns
-    side_b = dict(zip(compare.SIDE_B, (thinking, budget, temperature, system_prompt, tools, seed), strict=True))
+    side_b = dict(zip(compare.SIDE_B, (thinking, budget, temperature, system_prompt, tools, seed, model,
+                                       no_system_prompt), strict=True))
     return ComparePanel(side_b=side_b, run=run, panel=panel, a_heading=a_heading, a_chat=a_chat, keep_a=keep_a,
-                        b_heading=b_heading, b_chat=b_chat, keep_b=keep_b, counts=counts, diff=diff)
+                        b_heading=b_heading, b_chat=b_chat, keep_b=keep_b, counts=counts, diff=diff, message=message)
 
 
 def _inspector_tab() -> InspectorTab:
@@ -348,12 +363,14 @@ def build_layout(handlers: SharedChatHandlers) -> Layout:
 
     with gr.Row(equal_height=False, elem_id="header"):
         gr.Markdown("## 💎 Gemma 4 UI", elem_id="title")
-        gr.HTML(_status_html(handlers.engine.status), elem_id="model-status", padding=False)
+        second = handlers.shared.second
+        gr.HTML(_status_html(handlers.engine.status, second.status if second else None), elem_id="model-status",
+                padding=False)
 
     with gr.Row(equal_height=False):
         with gr.Column(scale=3, min_width=320, elem_id="chat-column"):
             chat = _chat_column(defaults.enabled_tools)
-            compare = _compare_panel()
+            compare = _compare_panel(handlers.shared.models(), [spec.name for spec in handlers.registry.specs()])
         with gr.Column(scale=2, min_width=320, elem_id="side-column"):
             with gr.Tabs():
                 with gr.Tab("Inspector", id="inspector"):

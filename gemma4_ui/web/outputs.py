@@ -124,6 +124,7 @@ class AfterTurn(NamedTuple):
     branch_count: Any
     branch_previous: Any
     branch_next: Any
+    compare_message: Any  # Compare's list of messages to answer
 
 
 class ChooseOutputs(NamedTuple):

@@ -15,6 +15,7 @@ import gradio as gr
 
 from gemma4_ui.core.options import USER_OPTIONS, ChatOptions
 from gemma4_ui.web.examples import examples
+from gemma4_ui.web.handlers import compare
 from gemma4_ui.web.handlers.shared import SharedChatHandlers
 from gemma4_ui.web.layout import Layout
 from gemma4_ui.web.outputs import (
@@ -116,15 +117,16 @@ def wire(demo: gr.Blocks, handlers: SharedChatHandlers, layout: Layout) -> None:
     quiet = dict(show_progress="hidden", show_progress_on=[layout.restore])
 
     after_turn = with_options(handlers, handlers.turns.after_turn, [("conversation", empty), ("restore", empty),
-                                                                    ("composer", empty), ("session", empty),
-                                                                    ("show_ids", empty)])
+                                                                    ("composer", empty), ("compared_message", empty),
+                                                                    ("session", empty), ("show_ids", empty)])
     bar = chat.branches
     settles = AfterTurn(composer=chat.composer, stop=chat.stop, tool_row=chat.tool_row, tool_answer=chat.tool_answer,
                         reply_stats=inspector.reply_stats, raw_output=inspector.raw_output,
                         parsed_output=inspector.parsed_output, probabilities=chat.probabilities,
                         branch_row=bar.row, branch_pick=bar.pick, branch_count=bar.count,
-                        branch_previous=bar.previous, branch_next=bar.next)
-    after = dict(fn=after_turn, inputs=[conversation, restore, chat.composer, session, inspector.show_ids, *options],
+                        branch_previous=bar.previous, branch_next=bar.next, compare_message=layout.compare.message)
+    after = dict(fn=after_turn, inputs=[conversation, restore, chat.composer, layout.compare.message, session,
+                                        inspector.show_ids, *options],
                  outputs=list(after_turn_outputs(settles, inspector.layers, session)), **quiet, **private, **own)
     # Gradio forgets a State only if an event has returned it: its time to live counts from the
     # last return (an hour once the page is closed). The handlers change the session in place,
@@ -247,8 +249,7 @@ def _wire_compare(w: _Wiring) -> None:
     conversation, session, options = layout.conversation, layout.session, layout.option_inputs
     empty = inspect.Parameter.empty
     side_b = [(name, empty) for name in panel.side_b]
-    leading = [("message", empty), *side_b, *w.turn]
-    inputs = [*panel.side_b.values(), conversation, session, *options]
+    leading = [("message", empty), *side_b, (compare.MESSAGE, empty), *w.turn]
     shown = list(CompareOutputs(panel=panel.panel, a_heading=panel.a_heading, a_chat=panel.a_chat,
                                 b_heading=panel.b_heading, b_chat=panel.b_chat, counts=panel.counts, diff=panel.diff,
                                 history=chat.history, live=chat.live, conversation=conversation,
@@ -256,12 +257,17 @@ def _wire_compare(w: _Wiring) -> None:
     # At once: Stop, and the columns saying they wait (the comparison may queue behind other users').
     queued = [chat.stop, panel.panel, panel.a_heading, panel.a_chat, panel.b_heading, panel.b_chat]
     panel.run.click(handlers.compare.queued, None, queued, queue=False, **w.private).then(
-        with_options(handlers, handlers.compare.compare, leading), [chat.composer, *inputs], shown,
+        with_options(handlers, handlers.compare.compare, leading),
+        [chat.composer, *panel.side_b.values(), panel.message, conversation, session, *options], shown,
         api_name="compare_columns", show_progress="minimal", show_progress_on=[panel.counts], **w.private, **w.gpu,
     ).then(**w.after)
     # /compare for scripts: both replies as data, like /reply.
     trigger, message, out = gr.Button(visible=False), gr.MultimodalTextbox(visible=False), gr.JSON(visible=False)
-    trigger.click(with_options(handlers, handlers.compare.compare_data, leading), [message, *inputs],
+    # Which message to answer, for scripts: any index, checked by the handler (the page's list
+    # offers only the messages shown).
+    answer = gr.Textbox(compare.LAST, visible=False)
+    trigger.click(with_options(handlers, handlers.compare.compare_data, leading),
+                  [message, *panel.side_b.values(), answer, conversation, session, *options],
                   [out, conversation], api_name="compare", **w.gpu)
     kept = list(KeepOutputs(history=chat.history, live=chat.live, conversation=conversation, panel=panel.panel))
     for button, side in ((panel.keep_a, "a"), (panel.keep_b, "b")):

@@ -16,6 +16,7 @@ from gemma4_ui.web.safe_markdown import toast_text
 from gemma4_ui.web.session import UserSession
 
 SNIPPET = 40  # characters of a message that name it in the list
+COMPARE_LAST, COMPARE_LAST_LABEL = "last", "the message in the box, or the last one sent"
 
 
 def branch_bar(conversation: Conversation, session: UserSession) -> BranchBar:
@@ -32,6 +33,15 @@ def branch_bar(conversation: Conversation, session: UserSession) -> BranchBar:
     return BranchBar(row=gr.update(visible=True), pick=gr.update(choices=choices, value=focus),
                      count=f"{which + 1} / {count}", previous=gr.update(interactive=which > 0),
                      next=gr.update(interactive=which < count - 1))
+
+
+def compare_choices(conversation: Conversation, chosen=None) -> dict:
+    """Compare's list of what to answer: the message in the box (or the last one sent), or any
+    message the user sent; the choice stays while its message is still there."""
+    mine = [(_name(conversation, t), t) for t, turn in enumerate(conversation.turns) if isinstance(turn, UserTurn)]
+    choices = [(COMPARE_LAST_LABEL, COMPARE_LAST), *mine]
+    value = chosen if chosen in {position for _, position in mine} else COMPARE_LAST
+    return gr.update(choices=choices, value=value)
 
 
 def branch_data(conversation: Conversation, session: UserSession) -> dict:

@@ -26,11 +26,21 @@ LOST_CONVERSATION = ("The app no longer holds this conversation (it was idle too
 
 @dataclass(frozen=True)
 class Shared:
-    """What no request changes: the engine, the settings, the built-in tools."""
+    """What no request changes: the engine, the settings, the built-in tools, and the second
+    model Compare's side B may answer with (--compare-model)."""
 
     engine: Engine
     settings: Settings
     registry: ToolRegistry
+    second: Engine | None = None
+
+    def models(self) -> list[str]:
+        """The names of the models an answer can come from, the chat's first (the second one
+        told apart when both have the same name: the same checkpoint, local and served)."""
+        if self.second is None:
+            return [self.engine.status.name]
+        first, second = self.engine.status.name, self.second.status.name
+        return [first, second if second != first else f"{second} ({self.second.status.source})"]
 
     def user_turn(self, draft: Draft, session: UserSession) -> UserTurn:
         """Decode the attachments; raises MediaError with a message for the user."""

@@ -19,14 +19,16 @@ import gradio as gr
 
 from gemma4_ui.config import IMAGE_BUDGETS
 from gemma4_ui.core.branches import BranchError
-from gemma4_ui.core.conversation import Conversation
+from gemma4_ui.core.conversation import Conversation, UserTurn
 from gemma4_ui.core.options import ChatOptions
 from gemma4_ui.core.prompt import build_spec
 from gemma4_ui.core.reply_data import reply_data
+from gemma4_ui.engines.base import Engine
 from gemma4_ui.inspector import prompt_diff
 from gemma4_ui.inspector.layers import counting_processor
 from gemma4_ui.media.decoding import MediaError, check_conversation_media
 from gemma4_ui.web.display import render, settled
+from gemma4_ui.web.handlers.branches import COMPARE_LAST, COMPARE_LAST_LABEL
 from gemma4_ui.web.handlers.common import Shared, without_waiting_call
 from gemma4_ui.web.handlers.turns import ChatTurns, Step
 from gemma4_ui.web.outputs import CompareOutputs, KeepOutputs, skipped
@@ -34,12 +36,17 @@ from gemma4_ui.web.safe_markdown import toast_text
 from gemma4_ui.web.session import Draft, UserSession
 
 SAME = "same"
+LAST, LAST_LABEL = COMPARE_LAST, COMPARE_LAST_LABEL  # the message in the box, or the last one sent
 THINKING_CHOICES = (SAME, "on", "off")
 BUDGET_CHOICES = (SAME, *map(str, IMAGE_BUDGETS))
-TOOLS_CHOICES = (SAME, "none", "all")
+TOOLS_CHOICES = ("none", "all")  # or tool names; none picked: A's tools
 TEMPERATURE_CHOICES = (SAME, "0", "0.3", "0.7", "1", "1.5")  # or any other number typed in
 # The inputs of side B, by the name the API shows.
-SIDE_B = ("b_thinking", "b_image_budget", "b_temperature", "b_system_prompt", "b_tools", "b_seed")
+SIDE_B = ("b_thinking", "b_image_budget", "b_temperature", "b_system_prompt", "b_tools", "b_seed", "b_model",
+          "b_no_system_prompt")
+# Which message both sides answer: LAST, or the index (from 0, as /choose_branch counts) of a
+# message already sent.
+MESSAGE = "answer_message"
 
 
 @dataclass(frozen=True)
@@ -50,8 +57,10 @@ class SideB:
     image_budget: str = SAME
     temperature: float | None = None
     system_prompt: str = ""
-    tools: str = SAME
+    tools: tuple[str, ...] = ()  # "none", "all", or tool names; empty: A's
     seed: int | None = None
+    model: str = SAME  # or the name of the app's other model (--compare-model)
+    no_system_prompt: bool = False
 
     def options(self, a: ChatOptions, every_tool: list[str]) -> ChatOptions:
         b = replace(a, enabled_tools=list(a.enabled_tools))
@@ -61,20 +70,30 @@ class SideB:
             b.image_budget = int(self.image_budget)
         if self.temperature is not None:
             b.temperature = max(0.0, float(self.temperature))
-        if self.system_prompt.strip():
+        if self.no_system_prompt:
+            b.system_prompt = ""
+        elif self.system_prompt.strip():
             b.system_prompt = self.system_prompt
-        if self.tools == "none":
+        if "none" in self.tools:
             b.enabled_tools = []
-        elif self.tools == "all":
+        elif "all" in self.tools:
             b.enabled_tools = list(every_tool)
+        elif self.tools:
+            unknown = [name for name in self.tools if name not in every_tool]
+            if unknown:
+                gr.Warning(toast_text(f"B: no tool named {', '.join(map(repr, unknown))} (tools: "
+                                      f"{', '.join(every_tool) or 'none'}); B goes without it."))
+            b.enabled_tools = [name for name in every_tool if name in self.tools]
         if self.seed is not None:
             b.seed = self.seed
         return b
 
 
-def what_differs(a: ChatOptions, b: ChatOptions) -> list[str]:
+def what_differs(a: ChatOptions, b: ChatOptions, models: tuple[str, str] = ("", "")) -> list[str]:
     """The settings B changes, in words, for the columns' headings and the data."""
     out = []
+    if models[0] != models[1]:
+        out.append(f"model {models[1]}")
     if a.thinking != b.thinking:
         out.append(f"thinking {'on' if b.thinking else 'off'}")
     if a.image_budget != b.image_budget:
@@ -82,7 +101,7 @@ def what_differs(a: ChatOptions, b: ChatOptions) -> list[str]:
     if a.temperature != b.temperature:
         out.append(f"temperature {b.temperature:g}")
     if a.system_prompt != b.system_prompt:
-        out.append("another system prompt")
+        out.append("another system prompt" if b.system_prompt else "no system prompt")
     if sorted(a.enabled_tools) != sorted(b.enabled_tools):
         out.append(f"tools: {', '.join(b.enabled_tools) or 'none'}")
     if a.seed != b.seed:
@@ -90,9 +109,10 @@ def what_differs(a: ChatOptions, b: ChatOptions) -> list[str]:
     return out
 
 
-def _describe(options: ChatOptions) -> str:
-    return (f"thinking {'on' if options.thinking else 'off'} · image budget {options.image_budget} · "
-            f"temperature {options.temperature:g}{f' · seed {options.seed}' if options.seed >= 0 else ''} · "
+def _describe(options: ChatOptions, model: str = "") -> str:
+    return (f"{f'{model} · ' if model else ''}thinking {'on' if options.thinking else 'off'} · image budget "
+            f"{options.image_budget} · temperature {options.temperature:g}"
+            f"{f' · seed {options.seed}' if options.seed >= 0 else ''} · "
             f"tools: {', '.join(options.enabled_tools) or 'none'}")
 
 
@@ -107,31 +127,39 @@ class CompareStep:
     a: ChatOptions
     b: ChatOptions
     prompt: dict | None = None
+    models: tuple[str, str] = ("", "")  # the model of each side
+    used_draft: bool = False  # the message in the box was the one answered
+
+    def headings(self) -> dict[str, str]:
+        two_models = len(set(self.models)) > 1
+        differs = what_differs(self.a, self.b, self.models)
+        return {"a": f"**A** — {_describe(self.a, self.models[0] if two_models else '')}",
+                "b": f"**B** — {', '.join(differs) or 'the same settings'}"}
 
 
 class CompareHandlers:
     def __init__(self, shared: Shared, turns: ChatTurns):
         self.shared = shared
         self.turns = turns
-        self._counting: tuple = (None, None)
+        self._counting: dict[int, tuple] = {}  # id(processor) -> (processor, its counting copy)
 
-    def compare(self, message, b_thinking, b_image_budget, b_temperature, b_system_prompt, b_tools, b_seed,
-                conversation: Conversation, session: UserSession, options: ChatOptions,
-                request: gr.Request = None) -> Iterator[CompareOutputs]:
+    def compare(self, message, b_thinking, b_image_budget, b_temperature, b_system_prompt, b_tools, b_seed, b_model,
+                b_no_system_prompt, answer_message, conversation: Conversation, session: UserSession,
+                options: ChatOptions, request: gr.Request = None) -> Iterator[CompareOutputs]:
         """The page's Compare: both columns stream; the chat shows A's version at the end."""
-        side_b = _side_b(b_thinking, b_image_budget, b_temperature, b_system_prompt, b_tools, b_seed)
+        side_b = _side_b(b_thinking, b_image_budget, b_temperature, b_system_prompt, b_tools, b_seed, b_model,
+                         b_no_system_prompt)
         columns = {"a": [], "b": []}
         headings = {}
         last = None
-        steps = self._steps(message, side_b, conversation, session, options)
+        steps = self._steps(message, side_b, answer_message, conversation, session, options)
         with closing(steps):
             for point in steps:
                 if point.step.kind == "skip":
                     yield skipped(CompareOutputs)
                     return
                 last = point
-                headings = {"a": f"**A** — {_describe(point.a)}",
-                            "b": f"**B** — {', '.join(what_differs(point.a, point.b)) or 'the same settings'}"}
+                headings = point.headings()
                 conv = point.step.conversation
                 shown = render(conv, point.step.live, point.step.notice, start=point.start)
                 columns[point.side] = shown
@@ -156,18 +184,24 @@ class CompareHandlers:
         history, live = settled(final, versions=session.branches.versions())
         yield CompareOutputs(panel=gr.update(visible=True), a_heading=headings["a"], a_chat=columns["a"],
                              b_heading=headings["b"], b_chat=columns["b"], counts=gr.skip(), diff=gr.skip(),
-                             history=history, live=live, conversation=final, composer=gr.update(value=None))
+                             history=history, live=live, conversation=final,
+                             composer=gr.update(value=None) if last.used_draft else gr.skip())
 
     def compare_data(self, message, b_thinking, b_image_budget, b_temperature, b_system_prompt, b_tools, b_seed,
-                     conversation: Conversation, session: UserSession, options: ChatOptions,
-                     request: gr.Request = None):
+                     b_model, b_no_system_prompt, answer_message, conversation: Conversation, session: UserSession,
+                     options: ChatOptions, request: gr.Request = None):
         """The /compare endpoint: both replies as data, like /reply ({"a", "b"}), with what B
         changed (`differs`), what differed in the prompt (`prompt`: counts per modality and
-        the template diff) and where the replies are among the versions (`message_index`,
-        `versions`: give them to /choose_branch to continue with B)."""
-        side_b = _side_b(b_thinking, b_image_budget, b_temperature, b_system_prompt, b_tools, b_seed)
-        data = {"a": None, "b": None, "differs": [], "prompt": None, "message_index": None, "versions": None}
-        steps = self._steps(message, side_b, conversation, session, options)
+        the template diff), each side's model (`models`) and where the replies are among the
+        versions (`message_index`, `versions`: give them to /choose_branch to continue with B).
+        `answer_message`: "last" (the message given, or without one the last message sent), or
+        the index of a message already sent, answered again (its later messages stay as they
+        were, on the branch the answers fork from)."""
+        side_b = _side_b(b_thinking, b_image_budget, b_temperature, b_system_prompt, b_tools, b_seed, b_model,
+                         b_no_system_prompt)
+        data = {"a": None, "b": None, "differs": [], "models": None, "prompt": None, "message_index": None,
+                "versions": None}
+        steps = self._steps(message, side_b, answer_message, conversation, session, options)
         sent = None
         with closing(steps):
             for point in steps:
@@ -177,7 +211,8 @@ class CompareHandlers:
                 if point.step.kind == "ended":
                     continue
                 data = {**data, point.side: reply_data(point.step.conversation, point.step.live, point.step.notice),
-                        "differs": what_differs(point.a, point.b), "prompt": point.prompt or data["prompt"]}
+                        "differs": what_differs(point.a, point.b, point.models),
+                        "models": {"a": point.models[0], "b": point.models[1]}, "prompt": point.prompt or data["prompt"]}
                 if data != sent:
                     sent = data
                     yield data, gr.skip()
@@ -189,17 +224,23 @@ class CompareHandlers:
 
     # -- the comparison itself ------------------------------------------------------------------
 
-    def _steps(self, message, side_b: SideB, conversation: Conversation, session: UserSession,
+    def _steps(self, message, side_b: SideB, answer_message, conversation: Conversation, session: UserSession,
                a: ChatOptions) -> Iterator[CompareStep]:
         """A's turn, then B's, as CompareSteps. With a draft, both answer it as a new message;
-        without one, both answer the last message sent again."""
+        without one, both answer the last message sent again; `answer_message` names an
+        earlier one to answer again instead."""
         session.compared = None
         every_tool = [spec.name for spec in session.tools().specs()]
         b = side_b.options(a, every_tool)
+        names, engine_b = self.shared.models(), self._engine_b(side_b.model)
+        engines = (self.shared.engine, engine_b)
+        models = (names[0], names[0] if engine_b is self.shared.engine else names[1])
         tree = session.branches_of(conversation)
         draft = Draft.from_value(message)
-        if draft.empty:
-            index = conversation.last_user_index
+        earlier = _message_index(answer_message, conversation)
+        used_draft = earlier is None and not draft.empty
+        if earlier is not None or draft.empty:
+            index = conversation.last_user_index if earlier is None else earlier
             if index is None:
                 gr.Warning("Type a message to compare two answers to, or send one first.")
                 return
@@ -211,17 +252,22 @@ class CompareHandlers:
             except MediaError as err:
                 gr.Warning(toast_text(err))
                 yield CompareStep("a", Step(conversation, kind="refused", notice=str(err), restore=draft.as_value()),
-                                  0, a, b)
+                                  0, a, b, models=models, used_draft=True)
                 return
             session.uploads.sent(turn.media)
             base = Conversation(without_waiting_call(conversation).turns + [turn])
             fork_at = None  # A appends the message and its reply; B's reply forks beside A's
         start, reply = len(base.turns) - 1, len(base.turns)  # the message, and where its replies go
-        prompt = self._prompt_difference(base, a, b, session)
+        prompt = self._prompt_difference(base, (a, b), engines, session)
         made = {}
-        for side, options, fork in (("a", a, fork_at), ("b", b, reply)):
-            for step in self.turns._turn(base, options, session, fork_at=fork):
-                yield CompareStep(side, step, start, a, b, prompt)
+        for side, options, fork, engine in (("a", a, fork_at, engines[0]), ("b", b, reply, engines[1])):
+            unheard = sorted({item.kind for item in base.media()} - engine.modalities)
+            if unheard:  # the other model cannot take this conversation's media
+                notice = f"{engine.status.name} does not take {' or '.join(unheard)} input, so it cannot answer here."
+                yield CompareStep(side, Step(base, kind="settled", notice=notice), start, a, b, prompt, models, used_draft)
+                continue
+            for step in self.turns._turn(base, options, session, fork_at=fork, engine=engine):
+                yield CompareStep(side, step, start, a, b, prompt, models, used_draft)
                 if step.kind == "skip":
                     return
             versions = tree.versions()
@@ -232,18 +278,28 @@ class CompareHandlers:
             tree.choose(reply, made["a"])
         session.compared = (reply, made)
 
-    def _prompt_difference(self, base: Conversation, a: ChatOptions, b: ChatOptions, session: UserSession) -> dict:
-        engine = self.shared.engine
-        processor = engine.processor
-        if self._counting[0] is not processor and processor is not None:
-            self._counting = (processor, counting_processor(processor))
-        counting = self._counting[1]
+    def _engine_b(self, model: str) -> Engine:
+        names = self.shared.models()
+        if model in (SAME, "", None) or model == names[0]:
+            return self.shared.engine
+        if model in names[1:]:
+            return self.shared.second
+        gr.Warning(toast_text(f"B: no model named {model!r} runs here ({', '.join(self.shared.models())}); "
+                              "B uses A's."))
+        return self.shared.engine
+
+    def _prompt_difference(self, base: Conversation, options: tuple[ChatOptions, ChatOptions],
+                           engines: tuple[Engine, Engine], session: UserSession) -> dict:
         media = base.media()
         sides = []
-        for options in (a, b):
-            spec = build_spec(base, options, session.tools(), engine.audio_first)
+        for side_options, engine in zip(options, engines, strict=True):
+            processor = engine.processor
+            if processor is not None and id(processor) not in self._counting:
+                self._counting[id(processor)] = (processor, counting_processor(processor))
+            counting = self._counting[id(processor)][1] if processor is not None else None
+            spec = build_spec(base, side_options, session.tools(), engine.audio_first)
             try:
-                sides.append(prompt_diff.prompt_side(processor, counting, spec, media, options.image_budget))
+                sides.append(prompt_diff.prompt_side(processor, counting, spec, media, side_options.image_budget))
             except Exception as err:  # noqa: BLE001 - the turn itself will say what fails
                 sides.append(prompt_diff.PromptSide(f"(the prompt could not be built: {err})", None))
         return prompt_diff.difference(*sides)
@@ -284,9 +340,32 @@ def _temperature(value) -> float | None:
     return number
 
 
-def _side_b(thinking, image_budget, temperature, system_prompt, tools, seed) -> SideB:
+def _side_b(thinking, image_budget, temperature, system_prompt, tools, seed, model, no_system_prompt) -> SideB:
     return SideB(thinking or SAME, str(image_budget or SAME), _temperature(temperature), system_prompt or "",
-                 tools or SAME, _seed(seed))
+                 _tools(tools), _seed(seed), str(model or SAME), bool(no_system_prompt))
+
+
+def _tools(value) -> tuple[str, ...]:
+    """B's tools: "none", "all", tool names (a list, or one text with commas), or nothing
+    (or "same") for A's."""
+    names = value.split(",") if isinstance(value, str) else list(value or ())
+    return tuple(name for name in (str(n).strip() for n in names) if name and name != SAME)
+
+
+def _message_index(value, conversation: Conversation) -> int | None:
+    """The message `answer_message` names, if an earlier one: a message the user sent, counted
+    from 0 as /choose_branch counts. "last" (or nothing) is None; anything else is said."""
+    if value is None or str(value).strip() in ("", LAST):
+        return None
+    try:
+        index = int(float(str(value).strip()))
+    except ValueError:
+        index = -1
+    if 0 <= index < len(conversation.turns) and isinstance(conversation.turns[index], UserTurn):
+        return index
+    gr.Warning(toast_text(f"There is no message of yours at {value!r} to answer again: both sides answer the last "
+                          "one (or the one in the box)."))
+    return None
 
 
 def _seed(value) -> int | None:

@@ -36,9 +36,10 @@ class SharedChatHandlers:
     user), `files` (export and load), `branches` (the conversation's versions), `compare`
     (one turn under two settings)."""
 
-    def __init__(self, engine: Engine, settings: Settings, registry: ToolRegistry | None = None):
+    def __init__(self, engine: Engine, settings: Settings, registry: ToolRegistry | None = None,
+                 second: Engine | None = None):
         registry = registry or default_registry()
-        self.shared = Shared(engine, with_demo_defaults(settings, engine, registry), registry)
+        self.shared = Shared(engine, with_demo_defaults(settings, engine, registry), registry, second)
         self.inspector = InspectorHandlers(self.shared)
         self.turns = ChatTurns(self.shared, self.inspector)
         self.tools = ToolHandlers()

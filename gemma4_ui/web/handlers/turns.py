@@ -24,11 +24,12 @@ from gemma4_ui.core.options import ChatOptions
 from gemma4_ui.core.reply_data import reply_data
 from gemma4_ui.core.streaming import Live
 from gemma4_ui.core.transcript import last_reply
+from gemma4_ui.engines.base import Engine
 from gemma4_ui.media.decoding import MediaError, check_conversation_media
 from gemma4_ui.turns import Snapshot, TurnRunner
 from gemma4_ui.web.display import StreamingRender, edited_text, render, settled, turn_of_message
 from gemma4_ui.web.gradio_compat.queue import enqueue_time
-from gemma4_ui.web.handlers.branches import branch_bar
+from gemma4_ui.web.handlers.branches import branch_bar, compare_choices
 from gemma4_ui.web.handlers.common import Shared, lost_conversation, pending_client_call, without_waiting_call
 from gemma4_ui.web.handlers.inspector import InspectorHandlers
 from gemma4_ui.web.outputs import (
@@ -253,12 +254,14 @@ class ChatTurns:
     # -- the turn itself ---------------------------------------------------------------------------
 
     def _turn(self, conversation: Conversation, options: ChatOptions, session: UserSession,
-              on_fail: tuple[Conversation, Draft | None] | None = None, fork_at: int | None = None) -> Iterator[Step]:
+              on_fail: tuple[Conversation, Draft | None] | None = None, fork_at: int | None = None,
+              engine: Engine | None = None) -> Iterator[Step]:
         """Run the turn, as steps at a bounded rate: `conversation` first, then the turn as it
         streams, then how it ended (`_ending`), settled into the session's tree of versions
         (a new version of the turn at `fork_at`, for a retry or an edit). A turn the user
         replaced with a new conversation ends with SKIP. `on_fail`: the conversation (and
-        draft) to hand back if the engine fails before producing anything."""
+        draft) to hand back if the engine fails before producing anything. `engine`: another
+        model than the chat's (Compare's side B)."""
         ticket = session.turns.begin(enqueue_time())
         options.token_probabilities = session.probabilities_shown
         snapshot: Snapshot | None = None
@@ -269,7 +272,8 @@ class ChatTurns:
             session.in_flight = (ticket, conversation)
             yield Step(conversation)
             pacer = UpdatePacer()
-            for snapshot in TurnRunner(self.shared.engine, session.tools()).run(conversation, options, ticket.cancel):
+            runner = TurnRunner(engine or self.shared.engine, session.tools())
+            for snapshot in runner.run(conversation, options, ticket.cancel):
                 if session.turns.superseded(ticket):
                     break
                 if snapshot.live is not None and not pacer.due():
@@ -293,8 +297,8 @@ class ChatTurns:
 
     # -- after a turn ------------------------------------------------------------------------------
 
-    def after_turn(self, conversation: Conversation, restore_value, composer_value, session: UserSession,
-                   show_ids: bool, options: ChatOptions) -> tuple:
+    def after_turn(self, conversation: Conversation, restore_value, composer_value, compared_message,
+                   session: UserSession, show_ids: bool, options: ChatOptions) -> tuple:
         """Re-enable the composer (giving back a draft that failed) and disable Stop, show the
         client-tool box if a call waits, and bring the inspector and last-reply panels up to
         date. While another turn of this user is on its way (a message sent after a New
@@ -303,7 +307,8 @@ class ChatTurns:
         waiting = gr.update(visible=pending_client_call(conversation) is not None)
         bar = branch_bar(conversation, session)
         branch = dict(branch_row=bar.row, branch_pick=bar.pick, branch_count=bar.count,
-                      branch_previous=bar.previous, branch_next=bar.next)
+                      branch_previous=bar.previous, branch_next=bar.next,
+                      compare_message=compare_choices(conversation, compared_message))
         stats, raw, parsed = last_reply(conversation)
         layers = self.inspector.refresh(restore_value or composer_value, conversation, session, show_ids, options)
         probabilities = self.inspector.probabilities_html(conversation)
