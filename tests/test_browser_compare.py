@@ -92,9 +92,8 @@ def test_compare_thinking_and_image_budgets_then_keep_one(tiny_server, page, siz
 @pytest.fixture(scope="module")
 def two_models(tiny_engine, tmp_path_factory):
     """The bundled model, and a tiny random Gemma 4 Unified as the second model (--compare-model)."""
-    from scripts.build_tiny_checkpoints import build_unified
-
     from gemma4_ui.engines.local.engine import LocalEngine
+    from scripts.build_tiny_checkpoints import build_unified
 
     unified = LocalEngine(str(build_unified(tmp_path_factory.mktemp("second") / "unified")), device="cpu").load()
     server = start_app(tiny_engine, second=unified, max_new_tokens=6, temperature=0.0)

@@ -156,9 +156,8 @@ def test_b_without_the_system_prompt_and_with_one_tool(handlers):
 @pytest.fixture(scope="module")
 def unified(tmp_path_factory):
     """A second model of another kind: a tiny random Gemma 4 Unified (its own processor)."""
-    from scripts.build_tiny_checkpoints import build_unified
-
     from gemma4_ui.engines.local.engine import LocalEngine
+    from scripts.build_tiny_checkpoints import build_unified
 
     return LocalEngine(str(build_unified(tmp_path_factory.mktemp("second") / "unified")), device="cpu").load()
 
