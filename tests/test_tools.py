@@ -251,6 +251,21 @@ def test_current_time_bad_zone_says_how_to_write_it(timezone):
 # --- weather demo ----------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(("written", "place"), [
+    ("Oslo kindly", "Oslo"), ("Nouakchott this very minute?", "Nouakchott"), ("Port Moresby for my mum", "Port Moresby"),
+    ("Las Palmas de Gran Canaria if that's ok", "Las Palmas de Gran Canaria"), ("Dar es Salaam", "Dar es Salaam"),
+    ("Frankfurt am Main", "Frankfurt am Main"), ("Đà Nẵng at this hour", "Đà Nẵng"), ("Xi'an right now", "Xi'an"),
+    ("lisbon today", "lisbon"), ("phnom penh", "phnom penh"), ("San Francisco, CA", "San Francisco, CA"),
+])
+def test_the_weather_reads_the_place_in_what_follows_it(written, place):
+    assert get_current_weather(written) == get_current_weather(place)
+    assert get_current_weather(written)["location"] == place
+
+
+def test_the_time_tool_reads_a_city_with_words_after_it():
+    assert current_time("Reykjavik presently")["timezone"] == current_time("Atlantic/Reykjavik")["timezone"]
+
+
 def test_weather_demo_is_deterministic_sample_data():
     tokyo = get_current_weather("Tokyo, JP")
     assert (

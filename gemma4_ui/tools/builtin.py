@@ -508,6 +508,19 @@ _TRAILING_WORDS = re.compile(
     r"afternoon|evening|for|me|time|local|there|exactly))+[\s?.!]*$", re.IGNORECASE)
 
 
+def place_name(text: str) -> str:
+    """The place in what was written after it ("Oslo right now", "Port Moresby kindly",
+    "Nuuk presently?"): the words of time and politeness a question puts after the place, and,
+    in a name written with capitals, the lower-case words after its last capitalised one
+    ("Dar es Salaam" keeps its particles; a name typed all in lower case keeps its words)."""
+    bare = _TRAILING_WORDS.sub("", text.strip().strip("?.!,;:")).strip("?.!,;: ")
+    words = bare.split()
+    capitalised = [i for i, word in enumerate(words) if word[:1].isupper()]
+    if capitalised and all(word.islower() for word in words[capitalised[-1] + 1:]):
+        words = words[: capitalised[-1] + 1]
+    return " ".join(words).rstrip(",;:") or text.strip()
+
+
 def _resolve_time_zone(text: str) -> tuple[str, dt.tzinfo]:
     """(name, zone) for an IANA name (any case), UTC, a fixed offset or a city with its own zone
     (or one of `_CITY_ZONES`), also with words after it ("Asia/Kathmandu now") or a country
@@ -515,7 +528,7 @@ def _resolve_time_zone(text: str) -> tuple[str, dt.tzinfo]:
     as a path."""
     text = text.strip()
     bare = text.strip("?.!")
-    for candidate in dict.fromkeys((bare, _TRAILING_WORDS.sub("", bare), bare.split(",")[0])):
+    for candidate in dict.fromkeys((bare, _TRAILING_WORDS.sub("", bare), place_name(bare), bare.split(",")[0])):
         if candidate and candidate != text:
             try:
                 return _resolve_time_zone_exactly(candidate)
@@ -610,6 +623,9 @@ def get_current_weather(location: str, unit: str = "celsius") -> dict:
     # the same place always gets the same answer and conversations are reproducible.
     if unit not in _TEMPERATURE_UNITS:
         raise ValueError(f"unit must be one of {', '.join(_TEMPERATURE_UNITS)}, not {unit!r}")
+    if len(location) > _MAX_NAME_LENGTH:
+        raise ValueError(f"the location is longer than {_MAX_NAME_LENGTH} characters")
+    location = place_name(location)
     digest = hashlib.sha256(" ".join(location.lower().split()).encode("utf-8")).digest()
     weather, lowest, highest = _SAMPLE_WEATHER[digest[0] % len(_SAMPLE_WEATHER)]
     celsius = lowest + digest[1] % (highest - lowest + 1)
