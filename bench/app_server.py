@@ -74,15 +74,17 @@ def prepare_model(model, tokenizer) -> None:
     signal.signal(signal.SIGUSR1, release_free_memory)
 
 
-def tiny_engine(fixed_length: bool = True, separate_process: bool = False):
-    """The bundled model through the app's LocalEngine on the CPU, loaded."""
+def tiny_engine(fixed_length: bool = True, separate_process: bool = False, max_prompt_tokens: int | None = None):
+    """The bundled model through the app's LocalEngine on the CPU, loaded (`max_prompt_tokens`
+    as --max-prompt-tokens takes it)."""
     import torch
 
     from gemma4_ui.engines.local.engine import LocalEngine
 
     torch.set_num_threads(TORCH_THREADS)  # the generation process takes the same number
     prepare = "bench.app_server:prepare_model" if fixed_length else None
-    return LocalEngine("tiny", device="cpu", separate_process=separate_process, prepare=prepare).load()
+    return LocalEngine("tiny", device="cpu", separate_process=separate_process, prepare=prepare,
+                       max_prompt_tokens=max_prompt_tokens).load()
 
 
 def recording_engine(engine, stats_file: Path):
@@ -131,7 +133,7 @@ def serve(port: int, stats_file: Path) -> None:
         local = build_engine(settings).load()
     else:  # the app's settings as `python app.py --model tiny` takes them (GEMMA4_* variables too)
         settings = parse_settings(["--model", "tiny", "--max-new-tokens-cap", "8192"])
-        local = tiny_engine(separate_process=settings.generation_process)
+        local = tiny_engine(separate_process=settings.generation_process, max_prompt_tokens=settings.max_prompt_tokens)
     if os.environ.get(CHAT_RENDERING):  # the Chatbot as another version of the app sets it up
         layout.CHAT_RENDERING = json.loads(os.environ[CHAT_RENDERING])
     if os.environ.get(UPDATES_PER_SECOND):  # read by the pacer at each update

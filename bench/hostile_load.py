@@ -53,12 +53,6 @@ EXAMPLE_IMAGE = Path(__file__).resolve().parent.parent / "assets" / "examples" /
 CONTEXT = 131_072  # the bundled model's context (its config's max_position_embeddings)
 LONG = 100_000  # characters of the pathological runs (tests/test_hostile_input.py's size)
 MB = 2**20
-# Set, the hostile visitors also send the 100,000-character runs as messages, which the model
-# then reads: a prompt that long is within the context, and its prompt pass holds the one
-# generation slot (--gpu-concurrency 1) for minutes on a CPU, so the honest users' time to
-# first token measures the bundled model's prompt pass, not the app. Unset, the same runs come
-# in a conversation file, which the server renders in full (web/safe_markdown.py).
-LONG_PROMPTS = "BENCH_HOSTILE_LONG_PROMPTS"
 MEMORY_SAMPLE_SECONDS = 0.2
 
 
@@ -261,16 +255,17 @@ def attacks(files: HostileFiles, load_index: int) -> list[Attack]:
         answers = [v.chat("Hello")]  # something to export
         return "\n".join(answers + [v.call("export", options) for _ in range(5)])
 
-    long_prompts = [  # the model reads these: see LONG_PROMPTS
-        Attack("a message of 100,000 backslashes", lambda v: v.chat("\\" * LONG)),
-        Attack("a message of <code> runs", lambda v: v.chat("<code>" * (LONG // 6))),
-    ] if os.environ.get(LONG_PROMPTS) else []
+    # Within the context, yet on the CPU a prompt pass over any of these would hold the one
+    # generation slot for minutes: the per-request prompt limit (--max-prompt-tokens) refuses
+    # them before it, as it does the context's.
+    over_prompt_limit = "prompt tokens per request"
     return [
-        *long_prompts,
+        Attack("a message of 100,000 backslashes", lambda v: v.chat("\\" * LONG), expect=over_prompt_limit),
+        Attack("a message of <code> runs", lambda v: v.chat("<code>" * (LONG // 6)), expect=over_prompt_limit),
         Attack("a conversation file: 100,000 backslashes, <code> runs", load(files.long_runs)),
-        Attack("oversized text (4 MB)", lambda v: v.chat("x " * (2 * 1024 * 1024)), expect="context"),
+        Attack("oversized text (4 MB)", lambda v: v.chat("x " * (2 * 1024 * 1024)), expect=over_prompt_limit),
         Attack("a prompt just over the context", lambda v: v.chat("\\" * (CONTEXT - REPLY_TOKENS // 2)),
-               expect="context"),
+               expect=over_prompt_limit),
         Attack("a declared tool with pattern ^(a+)+$", lambda v: v.call("declare_tool", [pattern_tool, []]),
                expect="regular expressions"),
         Attack(f"a message of {limits.max_files_per_message + 1} files",

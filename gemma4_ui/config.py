@@ -19,6 +19,9 @@ BUNDLED_TRAINED = (BUNDLED_MODEL / "training.json").exists()
 ASSISTANT_AUTO, ASSISTANT_OFF = "auto", "none"
 # --backend names; engines.base.ENGINES maps each to its class.
 BACKENDS = ("local", "openai")
+# The default --max-prompt-tokens on the CPU: the bundled model's prompt pass of this many
+# tokens stays well under a minute on a small CPU machine (README.md, "### Limits").
+CPU_MAX_PROMPT_TOKENS = 8192
 
 
 def _env(name: str, default: str | None = None) -> str | None:
@@ -107,6 +110,10 @@ class Settings:
     # generating at a time); -1: a fresh one each time.
     seed: int = -1
     gpu_concurrency: int = 1
+    # The longest prompt (the whole conversation, in tokens) one request may send the local
+    # model, refused before its prompt pass; None: by the device (engines/local/engine.py,
+    # `prompt_limit`), 0: the model's context.
+    max_prompt_tokens: int | None = None
     request_timeout: float = 120.0
     # Generate in a child process that holds the model (local backend): the model's loop then
     # never waits for the server's Python work (not on ZeroGPU, whose `spaces` forks its own).
@@ -156,6 +163,10 @@ _OPTIONS = [
     ("--seed", "GEMMA4_SEED", "seed", int, "sampling seed of each reply (-1 = a fresh one each time)"),
     ("--gpu-concurrency", "GEMMA4_GPU_CONCURRENCY", "gpu_concurrency", int,
      "generations running at once; others wait in the queue"),
+    ("--max-prompt-tokens", "GEMMA4_MAX_PROMPT_TOKENS", "max_prompt_tokens", int,
+     "local backend: the longest prompt one request may send, in tokens (the whole conversation), refused up front "
+     "so that no request holds the model for long (0 = the model's context; default: "
+     f"{CPU_MAX_PROMPT_TOKENS} on the CPU, the context on a GPU)"),
     ("--request-timeout", "GEMMA4_REQUEST_TIMEOUT", "request_timeout", float, "seconds to wait on a remote server"),
 ]
 _LIMIT_OPTIONS = [
@@ -170,7 +181,8 @@ _LIMIT_OPTIONS = [
 
 # Values that parse but cannot work: (field, lowest, highest), None for no bound.
 _RANGES = [("port", 1, 65535), ("max_new_tokens", 1, None), ("max_new_tokens_cap", 1, None), ("tool_timeout", 0.1, None),
-           ("max_tool_rounds", 1, None), ("repetition_guard", 0, None), ("seed", -1, None), ("gpu_concurrency", 1, None), ("request_timeout", 0.1, None),
+           ("max_tool_rounds", 1, None), ("repetition_guard", 0, None), ("seed", -1, None), ("gpu_concurrency", 1, None),
+           ("max_prompt_tokens", 0, None), ("request_timeout", 0.1, None),
            ("max_file_mb", 0.001, None), ("max_files_per_message", 1, None), ("max_audio_seconds", 0.1, None),
            ("max_video_seconds", 0.1, None), ("max_video_frames", 1, None)]
 
@@ -230,6 +242,9 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
         parser.error("--backend openai needs --base-url (or GEMMA4_BASE_URL)")
     if settings.backend != "local" and settings.assistant not in (ASSISTANT_AUTO, ASSISTANT_OFF):
         parser.error("--assistant drafts for the local backend; a server configures its own speculative decoding")
+    if settings.backend != "local" and settings.max_prompt_tokens:
+        parser.error("--max-prompt-tokens limits the local backend's prompts; a server sets its own (vLLM's "
+                     "--max-model-len, for one)")
     if settings.device not in ("auto", "cpu", "cuda") and not settings.device.startswith("cuda:"):
         parser.error("--device must be auto, cpu or cuda")
     if settings.image_budget not in IMAGE_BUDGETS:

@@ -10,7 +10,7 @@ import pytest
 from conftest import ROOT
 
 from gemma4_ui.config import BUNDLED_MODEL, BUNDLED_TRAINED, parse_settings, second_model_settings
-from gemma4_ui.engines.base import ModelLoadError
+from gemma4_ui.engines.base import ModelLoadError, build_engine
 from gemma4_ui.engines.loading import hub_reachable, pick_device, resolve_model
 
 
@@ -30,6 +30,23 @@ def test_environment_then_flags(monkeypatch):
     assert settings.system_prompt == "Be brief."
     settings = parse_settings(["--model", "/some/path", "--max-file-mb", "7", "--no-thinking"])
     assert settings.model == "/some/path" and settings.limits.max_file_mb == 7 and not settings.thinking
+
+
+def test_the_prompt_limit_from_flag_and_variable(monkeypatch, capsys):
+    assert parse_settings([]).max_prompt_tokens is None, "unset: by the device (the engine's prompt_limit)"
+    monkeypatch.setenv("GEMMA4_MAX_PROMPT_TOKENS", "4000")
+    assert parse_settings([]).max_prompt_tokens == 4000
+    assert parse_settings(["--max-prompt-tokens", "0"]).max_prompt_tokens == 0, "the flag wins; 0: the context"
+    assert build_engine(parse_settings(["--model", "tiny"])).max_prompt_tokens == 4000, "the local engine takes it"
+    monkeypatch.delenv("GEMMA4_MAX_PROMPT_TOKENS")
+    for argv in (["--max-prompt-tokens", "-1"],
+                 ["--backend", "openai", "--base-url", "http://x/v1", "--max-prompt-tokens", "4000"]):
+        with pytest.raises(SystemExit):
+            parse_settings(argv)
+    err = capsys.readouterr().err
+    assert "--max-prompt-tokens [GEMMA4_MAX_PROMPT_TOKENS] must be at least 0" in err and "a server sets its own" in err
+    settings = parse_settings(["--backend", "openai", "--base-url", "http://x/v1", "--max-prompt-tokens", "0"])
+    assert settings.max_prompt_tokens == 0
 
 
 def test_bad_options_are_refused(capsys):

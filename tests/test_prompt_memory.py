@@ -72,7 +72,8 @@ def test_a_chunked_prompt_pass_gives_the_reply_of_one_pass(tiny_engine, monkeypa
 
 def test_a_prompt_over_the_memory_limit_is_refused_in_words(config):
     free = memory.prompt_memory_bytes(config, 1000, 8, "float32", None)  # room for about 1,000 tokens
-    engine = LocalEngine("tiny", device="cpu", memory_available=free).load()
+    # No prompt limit: the memory check is what refuses here.
+    engine = LocalEngine("tiny", device="cpu", memory_available=free, max_prompt_tokens=0).load()
     short = list(engine.stream(ask("Hello!"), threading.Event()))
     assert isinstance(short[-1], Done)
     events = list(engine.stream(ask("The storm rolled over the lighthouse. " * 400), threading.Event()))

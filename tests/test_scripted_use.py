@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 import re
 
-from conftest import ROOT
+from conftest import ROOT, chat_messages
 
 from gemma4_ui.core.conversation import AssistantTurn, Conversation, ToolRound, UserTurn
 from gemma4_ui.core.events import ReplyStats, ToolCall, ToolResult
@@ -88,6 +88,26 @@ def test_reply_data_while_streaming_and_when_waiting_for_a_declared_tool():
     data = reply_data(Conversation([user, AssistantTurn([waiting])]))
     assert data["tool_calls"][0]["status"] == "waiting" and data["tool_calls"][0]["result"] is None
     assert "/tool_result" in data["notices"][0]
+
+
+def test_a_prompt_over_the_prompt_limit_is_a_notice_and_the_conversation_stays(client, tiny_engine, monkeypatch):
+    """--max-prompt-tokens over the API: /reply answers the refusal as its notice, /chat shows
+    it as the chat's last message; neither keeps the message, and the next one is answered."""
+    monkeypatch.setattr(tiny_engine, "max_prompt_tokens", 50)
+    long_message = "The lighthouse keeper counted the waves. " * 8
+    tools_off = {"enabled_tools": []}  # the bundled model's tools, declared in the prompt, would not fit
+    data = client.predict({"text": long_message, "files": []}, **tools_off, api_name="/reply")
+    assert data["text"] == "" and data["done"] and data["stats"] is None
+    assert "over this app's limit of 50 prompt tokens per request (--max-prompt-tokens" in data["notices"][0]
+    chat = chat_messages(client.predict({"text": long_message, "files": []}, **tools_off, api_name="/chat"))
+    assert "limit of 50 prompt tokens" in chat[-1]["content"][0]["text"]
+    assert not chat_texts(chat, "user"), "the refused message is not in the conversation"
+    first = client.predict({"text": "Hi", "files": []}, max_new_tokens=4, temperature=0, **tools_off,
+                           api_name="/reply")
+    assert first["done"] and first["stats"]["generated_tokens"] >= 1 and "limit of" not in str(first["notices"])
+    chat = chat_messages(client.predict({"text": "Hello", "files": []}, max_new_tokens=4, temperature=0, **tools_off,
+                                        api_name="/chat"))
+    assert chat_texts(chat, "user") == ["Hi", "Hello"]
 
 
 def test_a_refused_file_is_a_notice_and_the_conversation_stays(client, tmp_path):

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import gc
+import threading
+import time
 from pathlib import Path
 
 import gradio as gr
 import pytest
 
-from gemma4_ui.config import MediaLimits, Settings
+from gemma4_ui.config import CPU_MAX_PROMPT_TOKENS, MediaLimits, Settings
 from gemma4_ui.core import transcript
 from gemma4_ui.core.conversation import AssistantTurn, Conversation, UserTurn
+from gemma4_ui.core.events import EngineError
 from gemma4_ui.core.options import USER_OPTIONS, ChatOptions
+from gemma4_ui.core.prompt import PromptSpec
+from gemma4_ui.engines.base import GenerationRequest
 from gemma4_ui.web.handlers.shared import SharedChatHandlers
 from gemma4_ui.web.handlers.turns import last_user_text_position
 from gemma4_ui.web.session import Draft
@@ -84,6 +89,58 @@ def test_a_prompt_over_the_context_is_refused_and_the_draft_comes_back(session, 
     assert after is conv, "the conversation is as it was"
     assert restore == {"text": long_message, "files": []}, "the draft goes back to the composer"
     assert "context" in chat[-1]["content"]
+
+
+def test_a_prompt_over_the_prompt_limit_is_refused_naming_it_and_the_chat_goes_on(session, tiny_engine, monkeypatch):
+    """One request may not hold the generation slot for a long prompt pass (--max-prompt-tokens):
+    refused up front with the limit and the option named, the conversation as it was."""
+    monkeypatch.setattr(tiny_engine, "max_prompt_tokens", 50)
+    long_message = "The lighthouse keeper counted the waves. " * 8
+
+    chat, alone, restore = send(session, Conversation(), long_message)
+    assert alone.turns == [] and restore == {"text": long_message, "files": []}
+    notice = chat[-1]["content"]
+    assert "over this app's limit of 50 prompt tokens per request" in notice
+    assert "--max-prompt-tokens" in notice and "GEMMA4_MAX_PROMPT_TOKENS" in notice
+    assert "Shorten the message" in notice
+
+    _, conv, _ = send(session, alone, "Hi")  # the chat goes on after the refusal
+    _, conv, _ = send(session, conv, "Hello")
+    turns = list(conv.turns)
+    short_message = "The lighthouse keeper counted the waves."  # fits alone, not after the conversation so far
+    chat, after, restore = send(session, conv, short_message)
+    assert after is conv and after.turns == turns, "the conversation is unchanged"
+    assert restore == {"text": short_message, "files": []}
+    assert "limit of 50 prompt tokens" in chat[-1]["content"] and "start a new conversation" in chat[-1]["content"]
+
+    _, fresh, _ = send(session, Conversation(), short_message)  # in a new conversation it fits
+    assert [type(t) for t in fresh.turns] == [UserTurn, AssistantTurn]
+
+
+def test_a_prompt_far_over_the_prompt_limit_is_refused_by_its_length(tiny_engine, monkeypatch):
+    """Text no tokenizer can make fewer tokens of is refused before it is tokenized."""
+    monkeypatch.setattr(tiny_engine, "max_prompt_tokens", 50)
+    spec = PromptSpec([{"role": "user", "content": "x " * (2 * 1024 * 1024)}])
+    started = time.process_time()
+    events = list(tiny_engine.stream(GenerationRequest(spec, 8, temperature=0), threading.Event()))
+    assert time.process_time() - started < 2.0
+    assert len(events) == 1 and isinstance(events[0], EngineError)
+    assert events[0].message.startswith("The prompt is at least ") and "limit of 50 prompt tokens" in events[0].message
+
+
+def test_the_prompt_limit_by_default_and_at_0(tiny_engine, monkeypatch):
+    """Unset: CPU_MAX_PROMPT_TOKENS on the CPU, the context on a GPU; 0, or a limit at or past
+    the context: the context alone."""
+    assert tiny_engine.max_prompt_tokens is None and tiny_engine.prompt_limit == CPU_MAX_PROMPT_TOKENS
+    monkeypatch.setattr(tiny_engine, "max_prompt_tokens", 0)
+    assert tiny_engine.prompt_limit is None
+    monkeypatch.setattr(tiny_engine, "max_prompt_tokens", tiny_engine.context_length)
+    assert tiny_engine.prompt_limit is None
+    monkeypatch.setattr(tiny_engine, "max_prompt_tokens", 500)
+    assert tiny_engine.prompt_limit == 500
+    monkeypatch.setattr(tiny_engine, "max_prompt_tokens", None)
+    monkeypatch.setattr(tiny_engine.status, "device", "cuda:0")
+    assert tiny_engine.prompt_limit is None
 
 
 def test_typed_control_tokens_are_plain_text(session):

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 
-from gemma4_ui.config import ASSISTANT_OFF
+from gemma4_ui.config import ASSISTANT_OFF, CPU_MAX_PROMPT_TOKENS
 from gemma4_ui.core import model_family
 from gemma4_ui.core.events import EngineError, ReplyStats
 from gemma4_ui.core.parsing import ReplyParser
@@ -45,7 +45,7 @@ class LocalEngine(Engine):
     def __init__(self, model: str | None, device: str = "auto", dtype: str = "auto",
                  assistant: str = ASSISTANT_OFF, separate_process: bool = False, prepare: str | None = None,
                  heartbeat_timeout: float = HEARTBEAT_TIMEOUT_SECONDS, stall_timeout: float = STALL_TIMEOUT_SECONDS,
-                 memory_available: int | None = None):
+                 memory_available: int | None = None, max_prompt_tokens: int | None = None):
         self.resolved: ResolvedModel = resolve_model(model)
         self.status = self.resolved.status
         self._device, self._dtype = device, dtype
@@ -54,6 +54,9 @@ class LocalEngine(Engine):
         self._timeouts = heartbeat_timeout, stall_timeout  # the generation process's (process.py)
         # Bytes free for a prompt, as the memory check takes them (tests); None: the system's, on the CPU.
         self._memory_available = memory_available
+        # The longest prompt one request may send (--max-prompt-tokens); None: by the device
+        # (`prompt_limit`), 0: the model's context.
+        self.max_prompt_tokens = max_prompt_tokens
         self._config = None
         self._process: GenerationProcess | None = None
         self.processor = None
@@ -62,7 +65,7 @@ class LocalEngine(Engine):
     @classmethod
     def from_settings(cls, settings) -> "LocalEngine":
         return cls(settings.model, settings.device, settings.dtype, settings.assistant,
-                   separate_process=settings.generation_process)
+                   separate_process=settings.generation_process, max_prompt_tokens=settings.max_prompt_tokens)
 
     def load(self) -> "LocalEngine":
         processor = load_processor(self.resolved)
@@ -137,15 +140,44 @@ class LocalEngine(Engine):
                               bool(self.status.assistant),
                               available, self.context_length or prompt_tokens + new_tokens)
 
-    def _surely_too_long(self, prompt: str, new_tokens: int) -> str | None:
-        """Why a prompt cannot fit the context, known from its length alone, or None (then the
-        exact count decides). Every token is at most `_longest_token` characters of the prompt's
-        text, and media only add tokens."""
+    @property
+    def prompt_limit(self) -> int | None:
+        """The most prompt tokens one request may send, below the context; None: the context
+        alone limits it. One request holds the generation slot for its whole prompt pass,
+        and on the CPU a prompt near the context takes minutes while every other user waits:
+        there the default is CPU_MAX_PROMPT_TOKENS. On a GPU the pass is fast enough, and the
+        default is the context."""
+        limit = self.max_prompt_tokens
+        if limit is None:
+            limit = CPU_MAX_PROMPT_TOKENS if str(self.status.device).startswith("cpu") else 0
+        if not limit or (self.context_length and limit >= self.context_length):
+            return None
+        return limit
+
+    def _over_limit(self, prompt_tokens: int, spec, at_least: bool = False) -> str | None:
+        """Why a prompt of `prompt_tokens` is refused by the per-request limit, or None."""
+        limit = self.prompt_limit
+        if limit is None or prompt_tokens <= limit:
+            return None
+        # The prompt holds the whole conversation: grown over many turns, only a new one helps.
+        earlier = any(message.get("role") == "assistant" for message in spec.messages)
+        advice = ("The prompt holds the whole conversation so far: start a new conversation, or shorten the message."
+                  if earlier else "Shorten the message or remove media.")
+        return (f"The prompt is {'at least ' if at_least else ''}{prompt_tokens:,} tokens, over this app's limit of "
+                f"{limit:,} prompt tokens per request (--max-prompt-tokens, or GEMMA4_MAX_PROMPT_TOKENS), which keeps "
+                f"one request from holding the model for long. {advice}")
+
+    def _surely_too_long(self, prompt: str, new_tokens: int, spec) -> str | None:
+        """Why a prompt cannot fit the context or the prompt limit, known from its length alone,
+        or None (then the exact count decides). Every token is at most `_longest_token`
+        characters of the prompt's text, and media only add tokens."""
         longest = getattr(self, "_longest_token", 0)
-        if not self.context_length or not longest:
+        if not longest:
             return None
         at_least = -(-len(prompt) // longest)
-        if at_least + new_tokens <= self.context_length:
+        if (refused := self._over_limit(at_least, spec, at_least=True)) is not None:
+            return refused
+        if not self.context_length or at_least + new_tokens <= self.context_length:
             return None
         return (f"The prompt is at least {at_least} tokens ({len(prompt)} characters); with {new_tokens} new tokens it "
                 f"would exceed the model's context of {self.context_length}. Shorten the message, remove media or "
@@ -155,11 +187,14 @@ class LocalEngine(Engine):
         started = time.perf_counter()
         # 1. Layers 2 and 3, on the CPU.
         prompt = template_text(self.processor, request.spec)
-        if (refused := self._surely_too_long(prompt, request.max_new_tokens)) is not None:
+        if (refused := self._surely_too_long(prompt, request.max_new_tokens, request.spec)) is not None:
             yield EngineError(refused)  # before tokenizing it: megabytes of text take seconds
             return
         inputs = model_inputs(self.processor, request.spec)
         prompt_tokens = int(inputs["input_ids"].shape[-1])
+        if (refused := self._over_limit(prompt_tokens, request.spec)) is not None:
+            yield EngineError(refused)  # before its prompt pass holds the generation slot
+            return
         if self.context_length and prompt_tokens + request.max_new_tokens > self.context_length:
             yield EngineError(
                 f"The prompt is {prompt_tokens} tokens; with {request.max_new_tokens} new tokens it would exceed "
