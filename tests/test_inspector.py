@@ -169,6 +169,16 @@ def test_counts_html_has_the_meter(processor):
     assert "ctx-meter" in html and "131,072" in html
 
 
+def test_the_meter_measures_against_the_apps_prompt_limit_where_it_is_below_the_context(processor, tiny_engine):
+    from dataclasses import replace
+
+    _, counts, _ = counts_for(processor, [])
+    html = inspector.counts_html(replace(counts, prompt_limit=8192))
+    assert f"{counts.total:,} / 8,192 tokens this app takes in one prompt (the model's context: 131,072)" in html
+    assert f"width:{counts.total / 8192 * 100:.2f}%" in html
+    assert tiny_engine.prompt_limit == 8192, "on the CPU, by default"
+
+
 def test_counts_table_has_a_details_column_only_when_a_part_has_details(processor, tmp_path):
     import re
 

@@ -117,6 +117,12 @@ class Engine(ABC):
         return self.status.context_length
 
     @property
+    def prompt_limit(self) -> int | None:
+        """The most prompt tokens one request may send, where this app limits it below the
+        context (the local engine's --max-prompt-tokens); None: the context alone."""
+        return None
+
+    @property
     def audio_first(self) -> bool:
         """Whether a message's audio goes before its images and text (core/model_family.py)."""
         return self.processor is not None and model_family.audio_first(self.processor)

@@ -82,6 +82,8 @@ class TokenCounts:
     audio: list[AudioCount] = field(default_factory=list)
     videos: list[VideoCount] = field(default_factory=list)
     context_length: int | None = None
+    # The app's own limit on one request's prompt, below the context (--max-prompt-tokens).
+    prompt_limit: int | None = None
 
     @property
     def image_tokens(self) -> int:
@@ -149,7 +151,7 @@ def video_spans(tokenizer, ids: list[int], types: list[int], frames_per_video: l
 
 
 def count_tokens(processor, inputs, media: list[MediaItem], image_budget: int,
-                 context_length: int | None = None) -> TokenCounts:
+                 context_length: int | None = None, prompt_limit: int | None = None) -> TokenCounts:
     ids = inputs["input_ids"][0].tolist()
     types = inputs["mm_token_type_ids"][0].tolist() if "mm_token_type_ids" in inputs else [TEXT] * len(ids)
     frames_per_video = [int(n) for n in inputs.get("num_frames_per_video", [])]
@@ -161,7 +163,8 @@ def count_tokens(processor, inputs, media: list[MediaItem], image_budget: int,
     special = set(processor.tokenizer.all_special_ids)
     control = sum(1 for n, (i, t) in enumerate(zip(ids, types)) if t == TEXT and i in special and n not in in_video)
     text = sum(1 for n, t in enumerate(types) if t == TEXT and n not in in_video) - control
-    counts = TokenCounts(total=len(ids), text=text, control=control, context_length=context_length)
+    counts = TokenCounts(total=len(ids), text=text, control=control, context_length=context_length,
+                         prompt_limit=prompt_limit)
 
     images = [m for m in media if m.kind == "image"]
     for item, (start, end) in zip(images, spans_of(types, IMAGE)):
@@ -487,12 +490,14 @@ def counts_html(counts: TokenCounts) -> str:
     summary = "".join(f"<tr><td><b>{name}</b></td><td style='text-align:right'>{value}</td>{cell('')}</tr>"
                       for name, value in totals)
     meter = ""
-    if counts.context_length:
-        share = counts.total / counts.context_length
-        meter = (f"<div class='ctx-meter' title='{share:.2%} of the context'>"
+    limit = counts.prompt_limit or counts.context_length
+    if limit:
+        share = counts.total / limit
+        of_what = (f"tokens this app takes in one prompt (the model's context: {counts.context_length:,})"
+                   if counts.prompt_limit else "tokens of context")
+        meter = (f"<div class='ctx-meter' title='{share:.2%} of the {'prompt limit' if counts.prompt_limit else 'context'}'>"
                  f"<div style='width:{min(100.0, share * 100):.2f}%'></div></div>"
-                 f"<div class='ctx-label'>{counts.total:,} / {counts.context_length:,} tokens of context "
-                 f"({share:.2%})</div>")
+                 f"<div class='ctx-label'>{counts.total:,} / {limit:,} {of_what} ({share:.2%})</div>")
     return (f"<div class='token-counts'>{meter}<table><thead><tr><th>Part</th><th>Tokens</th>"
             f"{'<th>Details</th>' if detailed else ''}</tr>"
             f"</thead><tbody>{body}{summary}</tbody></table></div>")

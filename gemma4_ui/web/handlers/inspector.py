@@ -112,7 +112,8 @@ class InspectorHandlers:
                                  f"The prompt could not be built ({type(err).__name__}: {err}).",
                                  maps=soft_token_map.NO_MEDIA)
         media = preview.media()
-        counts = inspector.count_tokens(processor, inputs, media, options.image_budget, engine.context_length)
+        counts = inspector.count_tokens(processor, inputs, media, options.image_budget, engine.context_length,
+                                        engine.prompt_limit)
         return InspectorView(
             counts=inspector.counts_html(counts),
             messages_text=inspector.messages_layer(spec, media),
