@@ -117,11 +117,11 @@ def long_chat_streaming(ctx: Context) -> Section:
     # Both chats are loaded: having used "Load a conversation" (the upload, the inspector's
     # refresh of a loaded chat) costs a few per cent per update of its own, whatever the length.
     saved, empty = ctx.workdir / "long-chat.json", ctx.workdir / "empty-chat.json"
-    saved.write_text(long_chat(MESSAGES), encoding="utf-8")
-    empty.write_text(long_chat(0), encoding="utf-8")
-    # The reply's length is the app's default (the page's settings are left alone). The 40
+    # A conversation loaded brings its settings: the reply's length is the one it saved. The 40
     # messages are a longer prompt than the CPU's default prompt limit takes: this measures the
     # page, so the context alone limits it.
+    saved.write_text(long_chat(MESSAGES, tokens), encoding="utf-8")
+    empty.write_text(long_chat(0, tokens), encoding="utf-8")
     scripted = {SCRIPTED_TOKENS: str(tokens), "GEMMA4_MAX_NEW_TOKENS": str(tokens), "GEMMA4_MAX_PROMPT_TOKENS": "0"}
     app = ctx.fresh_app(scripted)
     before = ctx.fresh_app({**scripted, **BEFORE})

@@ -76,9 +76,10 @@ def hold_to_script(model, tokenizer, count: int) -> None:
     model.generate = scripted_generate
 
 
-def long_chat(messages: int):
+def long_chat(messages: int, max_new_tokens: int = 1024):
     """A conversation of `messages` messages (user and assistant in turn), the answers about
-    code with code blocks, as the app saves it (for its "Load a conversation")."""
+    code with code blocks, as the app saves it (for its "Load a conversation"), with its
+    settings: loading it sets the reply length to `max_new_tokens`."""
     from gemma4_ui.core.conversation import AssistantTurn, Conversation, UserTurn
     from gemma4_ui.core.transcript import dumps
     from gemma4_ui.turns import ChatOptions
@@ -87,4 +88,4 @@ def long_chat(messages: int):
     for n in range(messages // 2):
         turns.append(UserTurn(f"Question {n + 1}: how do I count the words in a file, step {n + 1}?"))
         turns.append(AssistantTurn(content=markdown_text(2, start=n + 1).strip()))
-    return dumps(Conversation(turns), ChatOptions())
+    return dumps(Conversation(turns), ChatOptions(max_new_tokens=max_new_tokens))
