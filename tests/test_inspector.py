@@ -174,7 +174,8 @@ def test_the_meter_measures_against_the_apps_prompt_limit_where_it_is_below_the_
 
     _, counts, _ = counts_for(processor, [])
     html = inspector.counts_html(replace(counts, prompt_limit=8192))
-    assert f"{counts.total:,} / 8,192 tokens this app takes in one prompt (the model's context: 131,072)" in html
+    assert f"{counts.total:,} / 8,192 tokens ({counts.total / 8192:.2%}) of this app&#x27;s prompt limit; the " \
+           "model&#x27;s context is 131,072" in html
     assert f"width:{counts.total / 8192 * 100:.2f}%" in html
     assert tiny_engine.prompt_limit == 8192, "on the CPU, by default"
 

@@ -493,11 +493,11 @@ def counts_html(counts: TokenCounts) -> str:
     limit = counts.prompt_limit or counts.context_length
     if limit:
         share = counts.total / limit
-        of_what = (f"tokens this app takes in one prompt (the model's context: {counts.context_length:,})"
-                   if counts.prompt_limit else "tokens of context")
-        meter = (f"<div class='ctx-meter' title='{share:.2%} of the {'prompt limit' if counts.prompt_limit else 'context'}'>"
+        where = (f"of this app's prompt limit; the model's context is {counts.context_length:,}"
+                 if counts.prompt_limit else "of context")
+        meter = (f"<div class='ctx-meter' title='{html.escape(f'{share:.2%} {where}')}'>"
                  f"<div style='width:{min(100.0, share * 100):.2f}%'></div></div>"
-                 f"<div class='ctx-label'>{counts.total:,} / {limit:,} {of_what} ({share:.2%})</div>")
+                 f"<div class='ctx-label'>{counts.total:,} / {limit:,} tokens ({share:.2%}) {html.escape(where)}</div>")
     return (f"<div class='token-counts'>{meter}<table><thead><tr><th>Part</th><th>Tokens</th>"
             f"{'<th>Details</th>' if detailed else ''}</tr>"
             f"</thead><tbody>{body}{summary}</tbody></table></div>")
