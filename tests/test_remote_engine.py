@@ -369,7 +369,9 @@ def test_chunks_as_json_give_what_the_chunk_models_give(assembler):
     of text alone): the events, text and stats are those the openai library's models give."""
     chunks = [_chunk({"role": "assistant", "content": ""}), _chunk({"reasoning_content": "Hm"}),
               *(_chunk({"content": text}) for text in ["<|chan", "nel>thought\nx<channel|>", "Hi", " <|\"", "|>there"]),
-              _chunk({"content": "!", "tool_calls": []}), _chunk({}, "stop"),
+              _chunk({"content": "!", "tool_calls": []}),
+              _chunk({"role": None, "content": " ok", "reasoning_content": None, "tool_calls": None}),
+              _chunk({"content": None, "reasoning_content": "late"}), _chunk({}, "stop"),
               _chunk({}, usage={"prompt_tokens": 3, "completion_tokens": 9, "total_tokens": 12})]
     as_models, as_json = assembler(), assembler()
     events = [as_models.feed(chunk) for chunk in chunks]

@@ -262,7 +262,7 @@ def _delta_reasoning(delta) -> str:
     return extra.get("reasoning_content") or extra.get("reasoning") or ""
 
 
-# The fields of a delta that carries only text (`ReplyAssembler.feed_data`).
+# The fields of a delta that carries only text (`ReplyAssembler.feed_data`); any other is null.
 _TEXT_DELTA_KEYS = frozenset({"role", "content"})
 
 
@@ -321,14 +321,15 @@ class ReplyAssembler:
     def feed_data(self, data: dict) -> list[Event]:
         """`feed` for a chunk as the JSON object the server sent. The chunk nearly every token
         comes in (one choice whose delta holds text and nothing else: no reasoning, call,
-        logprobs, finish reason or usage) is read directly, as `feed` reads it; any other
-        goes through `feed`. Reading it through ChunkFields was a good part of the server's
-        work per relayed token."""
+        logprobs, finish reason or usage; SGLang spells the absent ones as null) is read
+        directly, as `feed` reads it; any other goes through `feed`. Reading it through
+        ChunkFields was a good part of the server's work per relayed token."""
         choices = data.get("choices")
         choice = choices[0] if type(choices) is list and choices else None
         delta = choice.get("delta") if type(choice) is dict else None
         if (type(delta) is not dict or data.get("usage") is not None or choice.get("finish_reason")
-                or choice.get("logprobs") is not None or not _TEXT_DELTA_KEYS.issuperset(delta)):
+                or choice.get("logprobs") is not None
+                or not all(value is None for name, value in delta.items() if name not in _TEXT_DELTA_KEYS)):
             return self.feed(_fields(data))
         now = time.perf_counter() - self.started
         events: list[Event] = []
