@@ -364,6 +364,25 @@ def test_unparsed_gemma_output_in_content_is_parsed_not_shown(assembler):
     assert done.stats.stop_reason == "tool_call" and done.content == ""
 
 
+def test_chunks_as_json_give_what_the_chunk_models_give(assembler):
+    """The server's chunks are read as JSON objects (feed_data, with a direct path for a chunk
+    of text alone): the events, text and stats are those the openai library's models give."""
+    chunks = [_chunk({"role": "assistant", "content": ""}), _chunk({"reasoning_content": "Hm"}),
+              *(_chunk({"content": text}) for text in ["<|chan", "nel>thought\nx<channel|>", "Hi", " <|\"", "|>there"]),
+              _chunk({"content": "!", "tool_calls": []}),
+              _chunk({"role": None, "content": " ok", "reasoning_content": None, "tool_calls": None}),
+              _chunk({"content": None, "reasoning_content": "late"}), _chunk({}, "stop"),
+              _chunk({}, usage={"prompt_tokens": 3, "completion_tokens": 9, "total_tokens": 12})]
+    as_models, as_json = assembler(), assembler()
+    events = [as_models.feed(chunk) for chunk in chunks]
+    assert [as_json.feed_data(chunk.model_dump(exclude_unset=True)) for chunk in chunks] == events
+    (closing, done), (json_closing, json_done) = as_models.finish(cancelled=False), as_json.finish(cancelled=False)
+    assert json_closing == closing
+    assert (json_done.content, json_done.reasoning, json_done.raw) == (done.content, done.reasoning, done.raw)
+    assert (json_done.stats.prompt_tokens, json_done.stats.generated_tokens, json_done.stats.stop_reason) == (3, 9, "stop")
+    assert (json_done.stats.time_to_first_token is None) == (done.stats.time_to_first_token is None)
+
+
 def test_finish_reasons_map_to_stop_reasons(assembler):
     for finish_reason, expected in [("stop", "stop"), ("length", "length"), ("tool_calls", "tool_call")]:
         reply = assembler()

@@ -26,3 +26,16 @@ def test_another_version_is_reported(caplog):
         assert log_workarounds((old,)) == []
     assert "workaround not active for gradio 0.1.0: a fix for an old Gradio" in caplog.text
     assert "its workarounds were written for 0.1.0" in caplog.text
+
+
+def test_the_queue_looks_for_progress_less_often():
+    """Gradio's progress loop wakes every 10 ms, idle or not; the app's queue looks every
+    PROGRESS_POLL_SECONDS (the app reports no gr.Progress)."""
+    import gradio as gr
+
+    from gemma4_ui.web.app import enable_queue
+    from gemma4_ui.web.gradio_compat.queue import PROGRESS_POLL_SECONDS
+
+    with gr.Blocks() as demo:
+        gr.Textbox()
+    assert enable_queue(demo, 1)._queue.progress_update_sleep_when_free == PROGRESS_POLL_SECONDS

@@ -262,6 +262,10 @@ def _delta_reasoning(delta) -> str:
     return extra.get("reasoning_content") or extra.get("reasoning") or ""
 
 
+# The fields of a delta that carries only text (`ReplyAssembler.feed_data`); any other is null.
+_TEXT_DELTA_KEYS = frozenset({"role", "content"})
+
+
 @dataclass
 class ReplyAssembler:
     """Turns one streamed reply into events. `feed` each chunk; `finish` gives the closing
@@ -309,6 +313,29 @@ class ReplyAssembler:
                 self.tokens += token_probabilities.from_openai(choice.logprobs.content, kind)
             if choice.finish_reason:
                 self.finish_reason = choice.finish_reason
+        if events and self.stats.time_to_first_token is None:
+            self.stats.time_to_first_token = now
+        self.stats.duration = now
+        return events
+
+    def feed_data(self, data: dict) -> list[Event]:
+        """`feed` for a chunk as the JSON object the server sent. The chunk nearly every token
+        comes in (one choice whose delta holds text and nothing else: no reasoning, call,
+        logprobs, finish reason or usage; SGLang spells the absent ones as null) is read
+        directly, as `feed` reads it; any other goes through `feed`. Reading it through
+        ChunkFields was a good part of the server's work per relayed token."""
+        choices = data.get("choices")
+        choice = choices[0] if type(choices) is list and choices else None
+        delta = choice.get("delta") if type(choice) is dict else None
+        if (type(delta) is not dict or data.get("usage") is not None or choice.get("finish_reason")
+                or choice.get("logprobs") is not None
+                or not all(value is None for name, value in delta.items() if name not in _TEXT_DELTA_KEYS)):
+            return self.feed(_fields(data))
+        now = time.perf_counter() - self.started
+        events: list[Event] = []
+        if content := delta.get("content"):
+            events = self.parser.feed(content)
+            self.guard.feed(content)
         if events and self.stats.time_to_first_token is None:
             self.stats.time_to_first_token = now
         self.stats.duration = now
@@ -610,7 +637,7 @@ class OpenAIEngine(Engine):
             for chunk in response:
                 if cancel.is_set():
                     break
-                yield from reply.feed(_fields(chunk))
+                yield from reply.feed_data(chunk) if type(chunk) is dict else reply.feed(_fields(chunk))
                 if reply.repeating:
                     break
         except openai.APIError as err:

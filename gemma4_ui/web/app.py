@@ -16,7 +16,7 @@ from gemma4_ui.inspector.layers import MESSAGES_CSS, TEMPLATE_CSS
 from gemma4_ui.inspector.soft_token_map import CSS as SOFT_TOKEN_MAP_CSS
 from gemma4_ui.web.gradio_compat import build_files, updates
 from gemma4_ui.web.gradio_compat.page import page_fixes_js
-from gemma4_ui.web.gradio_compat.queue import poll_queue_slower, wake_queue_on_work
+from gemma4_ui.web.gradio_compat.queue import poll_progress_slower, poll_queue_slower, wake_queue_on_work
 from gemma4_ui.web.handlers.shared import SharedChatHandlers
 from gemma4_ui.web.layout import LAYERS_CSS, build_layout
 from gemma4_ui.web.tail_patched_html import CSS as TAIL_PATCHED_CSS
@@ -60,6 +60,7 @@ def enable_queue(demo: gr.Blocks, concurrency: int) -> gr.Blocks:
     (gradio_compat/queue.py)."""
     demo.queue(default_concurrency_limit=concurrency)
     poll_queue_slower(demo)
+    poll_progress_slower(demo)
     wake_queue_on_work(demo)
     return demo
 

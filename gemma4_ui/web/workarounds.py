@@ -63,6 +63,9 @@ WORKAROUNDS = (
     Workaround("the queue polls every 10 ms, not every millisecond (private sleep_when_free)", "gradio", "6.31.0",
                "a public setting of the queue's poll interval",
                "web/gradio_compat/queue.py", lambda: queue.has_queue_attribute("sleep_when_free")),
+    Workaround("the queue's progress loop looks for gr.Progress updates every 250 ms, not every 10 ms (private "
+               "progress_update_sleep_when_free)", "gradio", "6.31.0", "a public setting of the progress poll interval",
+               "web/gradio_compat/queue.py", lambda: queue.has_queue_attribute("progress_update_sleep_when_free")),
     Workaround("the queue starts events when one is queued or ends, not by looking every 10 ms (its "
                "private start_processing, copied)", "gradio", "6.31.0", "a Gradio whose queue waits for work",
                "web/gradio_compat/queue.py", queue.start_processing_is_known),

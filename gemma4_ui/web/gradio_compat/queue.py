@@ -9,6 +9,11 @@ import gradio as gr
 # Gradio's queue looks for work every millisecond by default, which takes CPU time from
 # generation; every 10 ms delays the start of a queued event by at most that.
 QUEUE_POLL_SECONDS = 0.01
+# Gradio's loop that sends gr.Progress updates wakes every 10 ms, busy or idle, and looks
+# through every running event each time: that cost the server, idle, more CPU time than
+# relaying a stream of tokens. The app reports no progress through gr.Progress; one that did
+# would show it at most this much later.
+PROGRESS_POLL_SECONDS = 0.25
 
 
 def has_queue_attribute(name: str) -> bool:
@@ -25,6 +30,14 @@ def poll_queue_slower(demo: gr.Blocks) -> None:
     queue = getattr(demo, "_queue", None)
     if hasattr(queue, "sleep_when_free"):
         queue.sleep_when_free = QUEUE_POLL_SECONDS
+
+
+def poll_progress_slower(demo: gr.Blocks) -> None:
+    """Gradio's progress loop looks for updates every PROGRESS_POLL_SECONDS instead of every
+    10 ms (the private `progress_update_sleep_when_free`; without it the default stays)."""
+    queue = getattr(demo, "_queue", None)
+    if hasattr(queue, "progress_update_sleep_when_free"):
+        queue.progress_update_sleep_when_free = PROGRESS_POLL_SECONDS
 
 
 def enqueue_time() -> float | None:
