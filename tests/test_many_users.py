@@ -202,12 +202,14 @@ def test_an_idle_page_starts_a_new_session_after_the_time_to_live(processor, pag
     load, its draft's last change or its last turn; the page then goes on with a new one."""
     from gemma4_ui.web import layout
 
-    monkeypatch.setattr(layout, "SESSION_SECONDS", 3)
+    # Long enough that the new session outlives its own turn and the refresh after it on a busy
+    # machine (the time to live counts from the last time an event returned the state).
+    monkeypatch.setattr(layout, "SESSION_SECONDS", 8)
     server = start_app(ReplayEngine(processor, lambda prompt: "Noted.<turn|>"))
     try:
         open_app(page, server.url)
         reference = attach_and_hold(page, server)
-        wait_until(lambda: collected(reference), timeout=15, message="the session outlived its time to live")
+        wait_until(lambda: collected(reference), timeout=30, message="the session outlived its time to live")
         page.fill("#composer textarea", "Still there?")
         page.keyboard.press("Enter")
         page.wait_for_function("() => document.querySelector('#chat-history').innerText.includes('Noted.')",
@@ -231,7 +233,7 @@ def test_a_page_whose_conversation_the_app_let_go_keeps_it_on_screen(processor, 
     New conversation goes on."""
     from gemma4_ui.web import layout
 
-    monkeypatch.setattr(layout, "SESSION_SECONDS", 3)
+    monkeypatch.setattr(layout, "SESSION_SECONDS", 8)
     server = start_app(ReplayEngine(processor, lambda prompt: "Noted.<turn|>"))
     history = page.locator("#chat-history")
     try:
