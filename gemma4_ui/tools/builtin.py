@@ -512,8 +512,11 @@ def place_name(text: str) -> str:
     """The place in what was written after it ("Oslo right now", "Port Moresby kindly",
     "Nuuk presently?"): the words of time and politeness a question puts after the place, and,
     in a name written with capitals, the lower-case words after its last capitalised one
-    ("Dar es Salaam" keeps its particles; a name typed all in lower case keeps its words)."""
+    ("Dar es Salaam" keeps its particles; a name typed all in lower case, or one the time zone
+    tables know, keeps its words)."""
     bare = _TRAILING_WORDS.sub("", text.strip().strip("?.!,;:")).strip("?.!,;: ")
+    if _is_known_city(bare):  # "New york", "Dar es salaam": a city the zone tables name, as written
+        return bare
     words = bare.split()
     capitalised = [i for i, word in enumerate(words) if word[:1].isupper()]
     if capitalised and all(word.islower() for word in words[capitalised[-1] + 1:]):
@@ -528,7 +531,7 @@ def _resolve_time_zone(text: str) -> tuple[str, dt.tzinfo]:
     as a path."""
     text = text.strip()
     bare = text.strip("?.!")
-    for candidate in dict.fromkeys((bare, _TRAILING_WORDS.sub("", bare), place_name(bare), bare.split(",")[0])):
+    for candidate in dict.fromkeys((bare, place_name(bare), bare.split(",")[0])):
         if candidate and candidate != text:
             try:
                 return _resolve_time_zone_exactly(candidate)
@@ -577,6 +580,11 @@ def _zones_by_key() -> dict[str, str]:
 @functools.lru_cache(maxsize=1)
 def _other_cities() -> dict[str, str]:
     return {"_".join(city.split()): zone for zone, cities in _CITY_ZONES.items() for city in cities}
+
+
+def _is_known_city(text: str) -> bool:
+    key = "_".join(text.split()).lower()
+    return key in _zones_by_city() or key in _other_cities()
 
 
 @functools.lru_cache(maxsize=1)
