@@ -25,6 +25,7 @@ from gemma4_ui.tools.registry import ToolRegistry
 from gemma4_ui.web.chat_history import ChatHistory
 from gemma4_ui.web.examples import EXAMPLE_SCHEMA, chat_examples, examples
 from gemma4_ui.web.handlers import compare
+from gemma4_ui.web.handlers.branches import COMPARE_LAST, COMPARE_LAST_LABEL
 from gemma4_ui.web.handlers.shared import SharedChatHandlers
 from gemma4_ui.web.handlers.tools import tool_choices, tools_markdown
 from gemma4_ui.web.outputs import BranchBar, InspectorLayers
@@ -214,7 +215,7 @@ def _compare_panel(models: list[str], tool_names: list[str]) -> ComparePanel:
     with gr.Accordion("⚖️ Compare two answers", open=False, elem_id="compare-view"):
         gr.Markdown("Answer a message twice: **A** with the settings, **B** with what you change here.",
                     elem_id="compare-help")
-        message = gr.Dropdown([(compare.LAST_LABEL, compare.LAST)], value=compare.LAST, label="Answer",
+        message = gr.Dropdown([(COMPARE_LAST_LABEL, COMPARE_LAST)], value=COMPARE_LAST, label="Answer",
                               elem_id="compare-message")
         with gr.Row(elem_id="compare-side-b"):
             model = gr.Dropdown([(f"same ({models[0]})", compare.SAME), *((name, name) for name in models[1:])],

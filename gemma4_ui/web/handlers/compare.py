@@ -28,7 +28,7 @@ from gemma4_ui.inspector import prompt_diff
 from gemma4_ui.inspector.layers import counting_processor
 from gemma4_ui.media.decoding import MediaError, check_conversation_media
 from gemma4_ui.web.display import render, settled
-from gemma4_ui.web.handlers.branches import COMPARE_LAST, COMPARE_LAST_LABEL
+from gemma4_ui.web.handlers.branches import COMPARE_LAST as LAST
 from gemma4_ui.web.handlers.common import Shared, without_waiting_call
 from gemma4_ui.web.handlers.turns import ChatTurns, Step
 from gemma4_ui.web.outputs import CompareOutputs, KeepOutputs, skipped
@@ -36,7 +36,6 @@ from gemma4_ui.web.safe_markdown import toast_text
 from gemma4_ui.web.session import Draft, UserSession
 
 SAME = "same"
-LAST, LAST_LABEL = COMPARE_LAST, COMPARE_LAST_LABEL  # the message in the box, or the last one sent
 THINKING_CHOICES = (SAME, "on", "off")
 BUDGET_CHOICES = (SAME, *map(str, IMAGE_BUDGETS))
 TOOLS_CHOICES = ("none", "all")  # or tool names; none picked: A's tools
@@ -284,7 +283,7 @@ class CompareHandlers:
             return self.shared.engine
         if model in names[1:]:
             return self.shared.second
-        gr.Warning(toast_text(f"B: no model named {model!r} runs here ({', '.join(self.shared.models())}); "
+        gr.Warning(toast_text(f"B: no model named {model!r} runs here ({', '.join(names)}); "
                               "B uses A's."))
         return self.shared.engine
 
