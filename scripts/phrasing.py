@@ -5,7 +5,9 @@ greeting, a discourse marker), words after the argument (time words, filler), an
 (punctuation, a thank-you), and sometimes lower case or a typo outside the argument. Every
 slot's variants are split: the `TRAIN` parts build the training data, the `HELD_OUT` parts
 only `--eval`'s cases, so the evaluation asks in wording the model never saw: other families
-of frames, other openers, other words after the argument.
+of frames, other openers, other words after the argument. A share of the training requests
+may be loosened besides (`loosen`, `LOOSE_SHARE`): everyday words put into the frame and after
+the argument, so that no list of frames tells where an argument starts and ends.
 
 The argument itself (a city, an expression, a zone, a quantity and its units) is always
 copied verbatim into the call; the built-in tools read what people write ("3,217 times 48",
@@ -60,6 +62,34 @@ CLOSERS = Parts(
 LOOSE_WORDS = tuple("""and then also really quickly soon maybe later right there here today tomorrow honestly
 basically anyway though again still yet just only exactly roughly about around since because while if when or so
 very much more less well fine good great nice cool sure okay ok yes no please thanks friend mate buddy""".split())
+
+
+def _words(parts: tuple[str, ...]) -> set[str]:
+    return {w.strip(",.!?:").lower() for part in parts for w in part.split()}
+
+
+# Everyday words for `loosen`: any of them may stand around a request's argument, so the model
+# learns where an argument starts and ends from the argument itself, not from a list of frames.
+# Words that only a held-out slot (opener, time words, filler, ending) uses are left out.
+_SLOTS = (OPENERS, WHEN, FILLER, CLOSERS)
+_HELD_OUT_SLOT_WORDS = (set().union(*(_words(s.held_out) for s in _SLOTS))
+                        - set().union(*(_words(s.train) for s in _SLOTS)))
+EVERYDAY_WORDS = tuple(w for w in """a about above after again all almost also always am an and another any anyone
+anything are around as ask asking at away back bad be because been before being best better big bit both bring
+but by call came can car care cat child city come coming could day dear did do does dog doing done door down
+during each early easy else end enough even evening ever every family far fast few find first food for forget
+found friend from front fun game gave get getting give glad go going gone good got great had half hand happy
+hard has have having he head hear help her here high him his hold home hope hot house how idea if important in
+into is it its just keep kind know last late later least left less let life like little long look looking lot
+love made make man many may maybe me mean might mind mine moment more morning most mother much must my name near
+need never new next nice night no not nothing now of off often oh ok okay old on once one only open or other our
+out over own part people person place plan play point pretty quick quite rather read ready real really reason
+right room said same saw say school see seem set she short should show side simple since small so some someone
+something soon sorry start still stop story such sure take talk tell than thank that the their them then there
+these they thing think this those though thought through time to together too took trip true try trying turn
+two under until up us use used very visit wait want was way we week well went were what when where which while
+who why will wish with without word work world would yeah year yes yet you your""".split()
+                       if w not in _HELD_OUT_SLOT_WORDS)
 
 
 @dataclass(frozen=True)
@@ -324,12 +354,44 @@ def _word_positions(text: str) -> list[tuple[int, str]]:
     return positions
 
 
+# Training requests whose frame `loosen` rewrites (`--loose-share`): none in the bundle's
+# stages; stage 17, tried and not kept, had 0.3 (checkpoints/README.md).
+LOOSE_SHARE = 0.0
+ASIDES = ("for {w}", "with {w}", "about {w}", "on {w}", "like {w}", "at {w}", "the {w}", "my {w}", "some {w}")
+
+
+def loosen(rng: random.Random, frame: str) -> str:
+    """The frame with everyday words (one to three, or an aside such as "for school") put
+    before its first argument, and sometimes one of its own words dropped: wording no family
+    holds, around an argument that is still copied as it stands."""
+    words = frame.split(" ")
+    first = next(i for i, w in enumerate(words) if "{" in w)
+    droppable = [i for i in range(first - 1) if words[i][:1].islower()]  # never the word before the argument
+    if droppable and rng.random() < 0.3:
+        del words[rng.choice(droppable)]
+        first -= 1
+    for _ in range(rng.randint(1, 2)):
+        if rng.random() < 0.4:
+            inserted = rng.choice(ASIDES).format(w=rng.choice(EVERYDAY_WORDS)).split(" ")
+        else:
+            inserted = [rng.choice(EVERYDAY_WORDS) for _ in range(rng.randint(1, 3))]
+        at = rng.randint(1, first - 1) if first > 1 else 0  # never between "in" and the argument
+        if at == 0 and words[0][:1].isupper() and words[0] != "I":
+            words[0] = words[0][0].lower() + words[0][1:]
+        words[at:at] = inserted
+        first += len(inserted)
+    return " ".join(words)
+
+
 def compose(rng: random.Random, split: str, family: Family, fill: dict[str, str], after: str = "",
             when: bool = True) -> tuple[str, dict[str, str]]:
     """One request: opener + frame (with `fill`) + `after` + words after the argument + ending;
     and the arguments as they stand in it (capitalised at the start of a sentence, lower case
     where the whole request is typed in lower case; a typo never touches them)."""
     frame = rng.choice(family.frames)
+    loose = split == TRAIN and rng.random() < LOOSE_SHARE
+    if loose:
+        frame = loosen(rng, frame)
     tail = after
     roll = rng.random()
     if roll < 0.25 and when:
@@ -338,9 +400,10 @@ def compose(rng: random.Random, split: str, family: Family, fill: dict[str, str]
         tail += FILLER.pick(rng, split)
     elif roll < 0.45 and when:
         tail += WHEN.pick(rng, split) + FILLER.pick(rng, split)
-    elif roll < 0.55 and split == TRAIN:
+    elif roll < 0.55 and split == TRAIN or loose and roll < 0.85:
         # Any lower-case words may follow a name; none of them belongs to it.
-        tail += "".join(" " + rng.choice(LOOSE_WORDS) for _ in range(rng.randint(1, 3)))
+        words = LOOSE_WORDS if rng.random() < 0.4 else EVERYDAY_WORDS
+        tail += "".join(" " + rng.choice(words) for _ in range(rng.randint(1, 4)))
     # The words after the argument go where the frame's last argument ends.
     last = max(("{x}", "{X}", "{t}", "{f}"), key=frame.find)
     written = dict(fill)
@@ -358,7 +421,7 @@ def compose(rng: random.Random, split: str, family: Family, fill: dict[str, str]
     text += end + (CLOSERS.pick(rng, split) if end else "")
     if rng.random() < 0.08:
         text = typo(rng, text, list(written.values()))
-    if rng.random() < 0.06:  # typed all in lower case: the call copies it as typed
+    if rng.random() < 0.06 and not loose:  # typed all in lower case: the call copies it as typed
         text = text.lower()
         written = {k: v.lower() for k, v in written.items()}
     return text, written

@@ -1322,11 +1322,12 @@ def build_episodes(processor, seed: int, index: int, categories: list[str]) -> I
 _WORKER_PROCESSOR = None
 
 
-def _load_worker_processor(bundle: str) -> None:
+def _load_worker_processor(bundle: str, loose_share: float) -> None:
     from transformers import AutoProcessor
 
     global _WORKER_PROCESSOR
     _WORKER_PROCESSOR = AutoProcessor.from_pretrained(bundle)
+    phrasing.LOOSE_SHARE = loose_share
 
 
 def _build_chunk(job: tuple[int, int, list[str]]) -> bytes:
@@ -1345,9 +1346,11 @@ def _build_chunk(job: tuple[int, int, list[str]]) -> bytes:
 
 
 def build_dataset(bundle: Path, seed: int = 0, mix: dict[str, int] | None = None, workers: int = 2,
-                  progress: Callable[[int, int], None] | None = None) -> list[Example]:
+                  progress: Callable[[int, int], None] | None = None,
+                  loose_share: float = phrasing.LOOSE_SHARE) -> list[Example]:
     """Every example of the mix, in the plan's order, built by `workers` processes (each
-    loads the bundle's processor)."""
+    loads the bundle's processor); `loose_share` of the training requests loosened
+    (`phrasing.loosen`)."""
     import io
     import multiprocessing
 
@@ -1356,7 +1359,7 @@ def build_dataset(bundle: Path, seed: int = 0, mix: dict[str, int] | None = None
     plan = episode_plan(seed, mix or DEFAULT_MIX)
     jobs = [(seed, index, categories) for index, categories in enumerate(plan)]
     total, examples = sum(len(c) for c in plan), []
-    with multiprocessing.get_context("spawn").Pool(workers, _load_worker_processor, (str(bundle),)) as pool:
+    with multiprocessing.get_context("spawn").Pool(workers, _load_worker_processor, (str(bundle), loose_share)) as pool:
         for chunk in pool.imap(_build_chunk, jobs):
             examples += torch.load(io.BytesIO(chunk), weights_only=False)
             if progress:

@@ -3,6 +3,8 @@
     python scripts/train_tiny_gemma4.py [--seed 0] [--mix-scale 0.7] [--out assets/tiny-gemma4]  # ~65 min, 2 cores
     python scripts/train_tiny_gemma4.py --resume      # continue from the last checkpoint (out/train-checkpoint.pt)
     python scripts/train_tiny_gemma4.py --init-from out/train-checkpoint.pt --seed 1  # a further stage, fresh data
+    python scripts/train_tiny_gemma4.py --init-from out/stage14-checkpoint.pt --layers 6 --seed 16
+                                                      # a further stage on a deeper model (see grow_layers)
     python scripts/train_tiny_gemma4.py --device cuda # the same on a GPU
     python scripts/train_tiny_gemma4.py --eval [--out assets/tiny-gemma4]  # held-out behaviour, greedy
     python scripts/train_tiny_gemma4.py --checkpoint out/stage1-checkpoint.pt --carry checkpoints/stage1.pt
@@ -23,11 +25,11 @@ thoughts exactly when asked for, media acknowledged, and replies that end cleanl
 other requests (`HELD_OUT_REQUESTS`), and again for every third case with the prompt a
 server renders (`served_spec`).
 
-Status (4 layers, 4.1 M parameters, 7.8 MB): the bundle is stage 13 of thirteen, 577.8 min on
-the run's counter on 2 cores (the commands: checkpoints/README.md). Held out (greedy): weather
-calls 96/101 exact (answers quote the result 95/96), calculator expressions 19/20 (19/19),
-time zones 19/20 (19/19), through a server 32/32, 6/6, 5/6; thoughts exactly when asked
-266/269, media 8/8, clean endings 147/149; other requests end cleanly without a call 93/120.
+Status (4 layers, 4.1 M parameters, 7.8 MB): the bundle is stage 14, 647.8 min on the run's
+counter on 2 cores (the commands, and each stage's figures: checkpoints/README.md). On held-out
+phrasing families (greedy): weather arguments exact 29/101, calculator 12/40, units 9/30, time
+19/30; a needed tool that is off named 4/48; other requests end cleanly without a call 171/240;
+media 7/8.
 """
 
 from __future__ import annotations
@@ -268,7 +270,8 @@ def learning_rate(step: int, total: int, peak: float = LEARNING_RATE) -> float:
 
 def train(seed: int, out: Path, epochs: int, mix: dict[str, int], threads: int, checkpoint: Path,
           resume: bool, device: str, copy_warmup_steps: int = COPY_WARMUP_STEPS, init_from: Path | None = None,
-          peak_learning_rate: float = LEARNING_RATE, max_steps: int | None = None) -> None:
+          peak_learning_rate: float = LEARNING_RATE, max_steps: int | None = None,
+          layers: int | None = None, loose_share: float = 0.0) -> None:
     from transformers import AutoProcessor, Gemma4ForConditionalGeneration
 
     started = time.perf_counter()
@@ -278,7 +281,7 @@ def train(seed: int, out: Path, epochs: int, mix: dict[str, int], threads: int, 
     # 1. The data, generated and tokenised before the clock that matters starts.
     examples = synthetic_data.build_dataset(
         DEFAULT_OUT, seed, mix, workers=threads,
-        progress=lambda done, total: print(f"data {done}/{total} episodes", flush=True))
+        progress=lambda done, total: print(f"data {done}/{total} episodes", flush=True), loose_share=loose_share)
     tokens = sum(len(e) for e in examples)
     trained = sum(int(e.target.sum()) for e in examples)
     print(f"data: {len(examples)} sequences, {tokens} tokens ({trained} trained) in "
@@ -286,8 +289,12 @@ def train(seed: int, out: Path, epochs: int, mix: dict[str, int], threads: int, 
     print("mix:", ", ".join(f"{c} {n}" for c, n in synthetic_data.category_counts(examples).items()), flush=True)
 
     # 2. The model, from the bundle's config with a seeded random init, trained in float32.
+    #    Its depth is the checkpoint's it goes on from, unless `layers` asks for more.
+    start = checkpoint if resume and checkpoint.exists() else init_from
+    start_state = torch.load(start, weights_only=False, map_location=device) if start else None
+    layers = layers or (layer_count(start_state["model"]) if start_state else DEFAULT_LAYERS)
     torch.manual_seed(seed)
-    model = Gemma4ForConditionalGeneration(tiny_config(processor.tokenizer)).float()
+    model = Gemma4ForConditionalGeneration(tiny_config(processor.tokenizer, layers)).float()
     initialise_for_copying(model)
     model.to(device)
     model.train()
@@ -307,7 +314,7 @@ def train(seed: int, out: Path, epochs: int, mix: dict[str, int], threads: int, 
     # 4. Copying first (or where a checkpoint left off: the plan is the same for the same seed).
     first_step, warmup_steps, minutes_before, rewarm_from = 0, 0, 0.0, None
     if resume and checkpoint.exists():
-        state = torch.load(checkpoint, weights_only=False, map_location=device)
+        state = start_state
         model.load_state_dict(state["model"])
         if state["optimizer"] is not None:
             optimizer.load_state_dict(state["optimizer"])
@@ -319,7 +326,10 @@ def train(seed: int, out: Path, epochs: int, mix: dict[str, int], threads: int, 
     elif init_from is not None:
         # A further stage: the weights of an earlier run (which did the copy warm-up), fresh
         # data from this seed, a fresh schedule.
-        state = torch.load(init_from, weights_only=False, map_location=device)
+        state = start_state
+        if layer_count(state["model"]) < layers:
+            print(f"growing {layer_count(state['model'])} layers to {layers}", flush=True)
+            state["model"] = grow_layers(state["model"], layers)
         model.load_state_dict(state["model"])
         minutes_before, warmup_steps = state["minutes"], state["warmup_steps"]
         print(f"continuing from the weights in {init_from} ({minutes_before:.1f} min of training)", flush=True)
@@ -375,6 +385,45 @@ def train(seed: int, out: Path, epochs: int, mix: dict[str, int], threads: int, 
                "continued_from": str(init_from) if init_from else None, "peak_learning_rate": peak_learning_rate}
     print(f"final loss {final_loss:.4f}; total {summary['total_minutes']} min", flush=True)
     save(model, processor, out, summary)
+
+
+DEFAULT_LAYERS = 4
+LAYERS_KEY = "model.language_model.layers."
+PER_LAYER_KEYS = ("model.language_model.embed_tokens_per_layer.weight",  # (vocab, layers × width): columns
+                  "model.language_model.per_layer_model_projection.weight")  # (layers × width, hidden): rows
+SILENT_NORMS = ("post_attention_layernorm", "post_feedforward_layernorm", "post_per_layer_input_norm")
+
+
+def layer_count(state: dict) -> int:
+    return len({key[len(LAYERS_KEY):].split(".")[0] for key in state if key.startswith(LAYERS_KEY)})
+
+
+def grow_layers(state: dict, layers: int) -> dict:
+    """A deeper model that computes exactly what `state` computes: new (sliding, full) pairs
+    go in the middle, each a copy of the old pair of its kind with the norms on its outputs at
+    zero, so every new layer adds nothing to the residual stream until training opens it.
+    More depth without starting over (what earlier stages learned stays)."""
+    old = layer_count(state)
+    if layers <= old or (layers - old) % 2:
+        raise ValueError(f"can grow {old} layers by pairs only, not to {layers}")
+    middle = old // 2 - old // 2 % 2  # after a whole (sliding, full) pair
+    order = list(range(middle)) + [i % 2 for i in range(layers - old)] + list(range(middle, old))
+    new_ones = set(range(middle, middle + layers - old))
+    grown = {key: value for key, value in state.items() if not key.startswith(LAYERS_KEY)}
+    for target, source in enumerate(order):
+        prefix = f"{LAYERS_KEY}{source}."
+        for key, value in state.items():
+            if key.startswith(prefix):
+                name = key[len(prefix):]
+                value = value.clone()
+                if target in new_ones and name.split(".")[0] in SILENT_NORMS:
+                    value.zero_()
+                grown[f"{LAYERS_KEY}{target}.{name}"] = value
+    width = state[PER_LAYER_KEYS[0]].shape[1] // old
+    columns = torch.cat([torch.arange(s * width, (s + 1) * width) for s in order])
+    grown[PER_LAYER_KEYS[0]] = state[PER_LAYER_KEYS[0]][:, columns].clone()
+    grown[PER_LAYER_KEYS[1]] = state[PER_LAYER_KEYS[1]][columns].clone()
+    return grown
 
 
 def save_checkpoint(path: Path, model, optimizer, copy_task: CopyTask, step: int, warmup_steps: int,
@@ -661,6 +710,10 @@ def main() -> None:
     parser.add_argument("--steps", type=int, help="train on the first this many steps of the plan only (the "
                         "schedule fits them; with --resume, a shorter run than the one started)")
     parser.add_argument("--learning-rate", type=float, default=LEARNING_RATE, help="peak learning rate")
+    parser.add_argument("--layers", type=int, help="decoder layers (default: the checkpoint's; more than "
+                        "--init-from's grows it, see grow_layers)")
+    parser.add_argument("--loose-share", type=float, default=0.0, help="share of the training requests "
+                        "in loosened wording (scripts/phrasing.py's loosen)")
     parser.add_argument("--eval", action="store_true", help="evaluate the model at --out instead of training")
     parser.add_argument("--carry", type=Path, metavar="DESTINATION",
                         help="copy --checkpoint without the optimizer's state, to commit and go on elsewhere")
@@ -677,7 +730,8 @@ def main() -> None:
                 parser.error(f"--mix {item!r}: expected CATEGORY=N with CATEGORY one of {', '.join(mix)}")
             mix[category] = int(count)
         train(args.seed, args.out, args.epochs, mix, args.threads, args.checkpoint, args.resume, args.device,
-              args.copy_warmup_steps, args.init_from, args.learning_rate, args.steps)
+              args.copy_warmup_steps, args.init_from, args.learning_rate, args.steps, args.layers,
+              args.loose_share)
 
 
 if __name__ == "__main__":

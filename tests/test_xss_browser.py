@@ -285,7 +285,7 @@ def test_hostile_versions_and_comparison_run_nothing(app_server, page, tmp_path)
     assert "alert(12)" in options and "<script>alert(25)</script>" in options, "shown as text"
     page.keyboard.press("Escape")
     page.click("#branch-previous")  # a payload's sibling, "x", comes back with its branch
-    page.wait_for_function("() => document.querySelector('#branch-count').innerText.trim() === '1 / 2'",
+    page.wait_for_function("() => document.querySelector('#branch-count')?.innerText.trim() === '1 / 2'",
                            timeout=30_000)
 
     page.click("#new-chat")
@@ -294,7 +294,7 @@ def test_hostile_versions_and_comparison_run_nothing(app_server, page, tmp_path)
     page.fill("#composer textarea", "Hi")
     page.click("#compare-run")
     page.wait_for_selector("#compare-panel", state="visible", timeout=30_000)
-    page.wait_for_function("() => document.querySelector('#stop').disabled", timeout=180_000)
+    page.wait_for_function("() => document.querySelector('#stop')?.disabled", timeout=180_000)
     assert "alert(12)" in page.inner_text("#compare-diff")
     roots, problems = page.evaluate(AUDIT_BRANCHES_AND_COMPARE)
     page.wait_for_timeout(500)
