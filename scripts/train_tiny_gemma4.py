@@ -271,7 +271,7 @@ def learning_rate(step: int, total: int, peak: float = LEARNING_RATE) -> float:
 def train(seed: int, out: Path, epochs: int, mix: dict[str, int], threads: int, checkpoint: Path,
           resume: bool, device: str, copy_warmup_steps: int = COPY_WARMUP_STEPS, init_from: Path | None = None,
           peak_learning_rate: float = LEARNING_RATE, max_steps: int | None = None,
-          layers: int | None = None, loose_share: float = 0.0) -> None:
+          layers: int | None = None, loose_share: float = synthetic_data.phrasing.LOOSE_SHARE) -> None:
     from transformers import AutoProcessor, Gemma4ForConditionalGeneration
 
     started = time.perf_counter()
@@ -712,7 +712,7 @@ def main() -> None:
     parser.add_argument("--learning-rate", type=float, default=LEARNING_RATE, help="peak learning rate")
     parser.add_argument("--layers", type=int, help="decoder layers (default: the checkpoint's; more than "
                         "--init-from's grows it, see grow_layers)")
-    parser.add_argument("--loose-share", type=float, default=0.0, help="share of the training requests "
+    parser.add_argument("--loose-share", type=float, default=synthetic_data.phrasing.LOOSE_SHARE, help="share of the training requests "
                         "in loosened wording (scripts/phrasing.py's loosen)")
     parser.add_argument("--eval", action="store_true", help="evaluate the model at --out instead of training")
     parser.add_argument("--carry", type=Path, metavar="DESTINATION",
