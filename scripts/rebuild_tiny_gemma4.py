@@ -94,7 +94,7 @@ def main() -> None:
     last = OUT / f"stage{len(STAGES)}"
     if args.dry_run:
         return
-    for name in ("model.safetensors", "training.json"):
+    for name in ("config.json", "model.safetensors", "training.json"):  # the config too: a stage may add layers
         shutil.copy2(last / name, BUNDLE / name)
     print(f"the bundle now holds stage {len(STAGES)}'s weights; measuring them:", flush=True)
     subprocess.run([sys.executable, str(ROOT / "scripts" / "train_tiny_gemma4.py"), "--eval", "--out", str(BUNDLE)],

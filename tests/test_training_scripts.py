@@ -95,3 +95,36 @@ def test_by_default_no_training_request_is_loosened(monkeypatch):
     for family in phrasing.by_split(phrasing.WEATHER, phrasing.TRAIN):
         for _ in range(30):
             phrasing.compose(rng, phrasing.TRAIN, family, {"x": "Oslo"})
+
+
+def test_first_contact_writes_a_checkpoint_out_as_the_model_it_is(tmp_path):
+    from safetensors.torch import load_file
+
+    from scripts.first_contact import model_folder
+
+    bundle = ROOT / "assets" / "tiny-gemma4"
+    folder = model_folder(ROOT / "checkpoints" / "stage14.pt", tmp_path)
+    assert model_folder(bundle, tmp_path / "unused") == bundle
+    written, shipped = load_file(folder / "model.safetensors"), load_file(bundle / "model.safetensors")
+    assert written.keys() == shipped.keys()
+    assert all(torch.equal(written[k], shipped[k]) for k in shipped), "the carried checkpoint is the bundle"
+    assert (folder / "tokenizer.json").read_bytes() == (bundle / "tokenizer.json").read_bytes()
+
+
+def test_first_contact_counts_only_a_clean_reply_with_the_argument_as_written():
+    from scripts.first_contact import C, U, is_right
+
+    def reply(calls=(), text="The answer is 4.", stop="stop", notices=()):
+        return {"tool_calls": [dict(name=n, arguments=a, status="ok") for n, a in calls], "text": text,
+                "stats": {"stop_reason": stop}, "notices": list(notices)}
+
+    assert is_right(reply([(C, {"expression": "2 + 2"})]), C, "2 + 2")
+    assert not is_right(reply([(C, {"expression": "2 + 2 please"})]), C, "2 + 2")
+    assert not is_right(reply([(C, {"expression": "2 + 2"})], stop="length"), C, "2 + 2")
+    assert not is_right(reply([(C, {"expression": "2 + 2"})], notices=["Stopped: the reply kept repeating"]), C, "2 + 2")
+    assert not is_right(reply(), C, "2 + 2"), "no call where one is needed"
+    assert not is_right(reply([(C, {"expression": "1"})]), None, None), "a call where none is needed"
+    assert is_right(reply(text="Hello!"), None, None)
+    assert not is_right(reply(text=" "), None, None), "an empty reply"
+    assert is_right(reply([(U, {"from_unit": "km", "to_unit": "miles", "value": 5})]), U, ("km", "miles"))
+    assert not is_right(reply([(U, {"from_unit": "km", "to_unit": "km", "value": 5})]), U, ("km", "miles"))
