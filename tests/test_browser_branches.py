@@ -30,9 +30,13 @@ def wait_at_rest(page) -> None:
 
 
 def send(page, text: str, answer: str) -> None:
+    """Send `text` and wait for its reply: one more `answer` in the history than before (an
+    earlier reply may hold the same words, so their presence alone would not wait)."""
+    shown = f"{HISTORY}.split({answer!r}).length"
+    before = page.evaluate(f"() => {shown}")
     page.fill("#composer textarea", text)
     page.keyboard.press("Enter")
-    page.wait_for_function(f"() => {HISTORY}.includes('{answer}')", timeout=30_000)
+    page.wait_for_function(f"() => {shown} > {before}", timeout=30_000)
     wait_at_rest(page)
 
 
