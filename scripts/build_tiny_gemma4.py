@@ -143,7 +143,10 @@ def build_processor(tokenizer, template_path: Path):
     )
 
 
-def tiny_config(tokenizer, layers: int = 4):
+DEFAULT_LAYERS = 4  # the bundle's depth (a training stage may grow it: train_tiny_gemma4.grow_layers)
+
+
+def tiny_config(tokenizer, layers: int = DEFAULT_LAYERS):
     """Gemma 4 in miniature: the E2B layout (sliding and full attention, per-layer embeddings,
     vision and audio towers) at a size that trains on a laptop CPU. Two choices serve copying
     (a tool's argument is a copy of the user's words): the sliding layers see only the last

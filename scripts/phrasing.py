@@ -355,7 +355,7 @@ def _word_positions(text: str) -> list[tuple[int, str]]:
 
 
 # Training requests whose frame `loosen` rewrites (`--loose-share`): none in the bundle's
-# stages; stage 17, tried and not kept, had 0.3 (checkpoints/README.md).
+# stages; stages 17 and 19, tried and not kept, had 0.3 and 0.1 (checkpoints/README.md).
 LOOSE_SHARE = 0.0
 ASIDES = ("for {w}", "with {w}", "about {w}", "on {w}", "like {w}", "at {w}", "the {w}", "my {w}", "some {w}")
 

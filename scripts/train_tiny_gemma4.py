@@ -51,7 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from scripts import synthetic_data  # noqa: E402
-from scripts.build_tiny_gemma4 import DEFAULT_OUT, generation_config, tiny_config  # noqa: E402
+from scripts.build_tiny_gemma4 import DEFAULT_LAYERS, DEFAULT_OUT, generation_config, tiny_config  # noqa: E402
 
 THREADS = 2
 LEARNING_RATE = 2e-3
@@ -387,7 +387,6 @@ def train(seed: int, out: Path, epochs: int, mix: dict[str, int], threads: int, 
     save(model, processor, out, summary)
 
 
-DEFAULT_LAYERS = 4
 LAYERS_KEY = "model.language_model.layers."
 PER_LAYER_KEYS = ("model.language_model.embed_tokens_per_layer.weight",  # (vocab, layers × width): columns
                   "model.language_model.per_layer_model_projection.weight")  # (layers × width, hidden): rows
